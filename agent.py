@@ -1,0 +1,561 @@
+"""Agent from Zero: a minimal coding agent in one readable file.
+
+An agent is six parts working together, and this file meets them in that order:
+
+  1. the model     - configured from the environment, never a key in code
+  2. tool schemas  - what the model is told it may call        (TOOLS)
+  3. tools         - what the host really runs                 (TOOL_REGISTRY)
+  4. the protocol  - user / assistant+tool_calls / tool messages, paired by id
+  5. the loop      - decide -> act -> observe -> decide again  (Agent.chat)
+  6. the guards    - a turn limit, bounded output, errors as observations
+
+Run it offline with `python agent.py --demo`; with OPENAI_API_KEY set, `python agent.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import openai
+from openai.types.chat import ChatCompletion
+
+# --- 1. Model config ----------------------------------------------------------------------
+# The openai SDK reads OPENAI_API_KEY and OPENAI_BASE_URL itself; the model name is ours.
+# Any OpenAI-compatible server works: set OPENAI_BASE_URL to its /v1 address.
+DEFAULT_MODEL = "gpt-4.1-mini"
+MAX_TURNS = 20  # model calls per chat() before we stop, whatever the model wants
+MAX_TOOL_OUTPUT = 20_000  # characters of one tool result that may enter the context
+
+
+# --- 2. Tools: plain functions. They return JSON-able dicts and raise on failure. -----------
+# They know nothing about models; the loop turns their exceptions into observations.
+
+
+def read_file(path: str) -> dict:
+    """Return the whole text of a UTF-8 file."""
+    file = Path(path)
+    if not file.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    if file.is_dir():
+        raise IsADirectoryError(f"{path} is a directory, not a file (use list_files)")
+    try:  # bytes, then decode: keeps "\r\n" exactly as it is on disk
+        content = file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a UTF-8 text file") from None
+    return {"path": path, "content": content}
+
+
+def list_files(path: str = ".") -> dict:
+    """List a directory's entries, sorted by name, each marked "file" or "dir"."""
+    folder = Path(path)
+    if not folder.exists():
+        raise FileNotFoundError(f"no such directory: {path}")
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{path} is a file, not a directory (use read_file)")
+    entries = sorted(folder.iterdir(), key=lambda entry: entry.name)
+    files = [{"name": e.name, "type": "dir" if e.is_dir() else "file"} for e in entries]
+    return {"path": path, "files": files}
+
+
+def edit_file(path: str, old_str: str, new_str: str) -> dict:
+    """old_str == "": create or overwrite the file. Otherwise replace old_str, which must
+    occur exactly once, so the model can never change a place it did not mean."""
+    file = Path(path)
+    if old_str == "":
+        if file.is_dir():
+            raise IsADirectoryError(f"{path} is a directory, not a file")
+        action = "overwritten" if file.exists() else "created"
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(new_str.encode("utf-8"))
+        return {"path": path, "action": action}
+    text = read_file(path)["content"]
+    found = text.count(old_str)
+    if found != 1:  # nothing is written unless the target is unambiguous
+        hint = "add surrounding lines to make it unique" if found else "read the file again"
+        raise ValueError(f"old_str must occur exactly once in {path}, found {found} ({hint})")
+    # A plain write: a crash half-way can leave a partial file. Lesson 06 makes it atomic.
+    file.write_bytes(text.replace(old_str, new_str, 1).encode("utf-8"))
+    return {"path": path, "action": "edited"}
+
+
+# --- 3. Schemas (what the model sees) beside the registry (what the host runs) --------------
+
+
+def schema(func, description: str, **params: str) -> dict:
+    """A Chat Completions tool schema; every parameter is a string, described in words.
+    Parameters with a default in the function are optional for the model too."""
+    defaults = inspect.signature(func).parameters
+    return {
+        "type": "function",
+        "function": {
+            "name": func.__name__,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {n: {"type": "string", "description": d} for n, d in params.items()},
+                "required": [n for n in params if defaults[n].default is inspect.Parameter.empty],
+            },
+        },
+    }
+
+
+TOOLS = [
+    schema(read_file, "Read the full text of a file.", path="Path of the file."),
+    schema(list_files, "List the files and folders in a directory.",
+           path="Directory to list; default is the working directory."),
+    schema(edit_file,
+           "Edit a file. With old_str empty, create the file (or overwrite it) with new_str. "
+           "Otherwise replace old_str, which must occur exactly once, with new_str. "
+           "Read the file first.",
+           path="Path of the file.", old_str="Exact text to replace, or empty to create.",
+           new_str="The replacement text."),
+]
+TOOL_REGISTRY = {"read_file": read_file, "list_files": list_files, "edit_file": edit_file}
+
+
+def check_tools(tools: list[dict], registry: dict) -> None:
+    """Raise ValueError if the schemas and the registry have drifted apart."""
+    problems = []
+    names = [t["function"]["name"] for t in tools]
+    for name in sorted(set(names) - set(registry)):
+        problems.append(f"schema {name!r} has no function in the registry")
+    for name in sorted(set(registry) - set(names)):
+        problems.append(f"function {name!r} has no schema, so the model cannot call it")
+    for tool in tools:
+        func = registry.get(tool["function"]["name"])
+        if func is None:
+            continue
+        accepted = inspect.signature(func).parameters
+        for param in tool["function"].get("parameters", {}).get("properties", {}):
+            if param not in accepted:
+                problems.append(f"{func.__name__}() takes no parameter {param!r} from its schema")
+    if problems:
+        raise ValueError("tools and registry disagree: " + "; ".join(problems))
+
+
+check_tools(TOOLS, TOOL_REGISTRY)  # the built-in tools are checked at import
+
+
+# --- 4. System prompt ---------------------------------------------------------------------
+SYSTEM_PROMPT = """You are a coding agent working in the user's current directory.
+Use the tools to look before you act: list_files to explore, read_file to read,
+edit_file to change a file (old_str empty creates it; otherwise old_str must match exactly once).
+Always read a file before you edit it. When a tool returns an error, read it and adjust.
+When the task is done, answer briefly with what you did, without calling a tool."""
+
+
+# --- 5. The loop --------------------------------------------------------------------------
+# The loop's only output is events: dicts with a "type" (pi's names) sent to one on_event
+# callback. print_event is the default; a tracer or a test is just another handler.
+
+
+def print_event(event: dict) -> None:
+    """Print the familiar user / tool call / tool result / agent lines."""
+    kind, message = event["type"], event.get("message", {})
+    role = message.get("role")
+    if kind == "message_end" and role == "user":
+        print(f"user:        {one_line(message['content'])}")
+    elif kind == "message_end" and role == "assistant" and message["content"]:
+        print(f"agent:       {one_line(message['content'])}")
+    elif kind == "tool_execution_start":
+        print(f"tool call:   {event['name']}({one_line(event['arguments'])})")
+    elif kind == "message_end" and role == "tool":
+        label = "tool error: " if event.get("is_error") else "tool result:"
+        print(f"{label} {one_line(message['content'])}")
+    elif kind == "agent_end" and event["stop_reason"] != "done":
+        print(f"stopped:     {event['stop_reason']} {event.get('error', '')}".rstrip())
+
+
+def one_line(text: str, width: int = 150) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+class Agent:
+    """Keeps the history and runs the loop; everything it does is reported to on_event."""
+
+    def __init__(self, client=None, model=None, *, tools=TOOLS, registry=TOOL_REGISTRY,
+                 system_prompt=SYSTEM_PROMPT, max_turns=MAX_TURNS,
+                 max_tool_output=MAX_TOOL_OUTPUT, on_event=print_event):
+        self.client = client if client is not None else openai.OpenAI()
+        self.model = model or os.environ.get("AGENT_MODEL") or DEFAULT_MODEL
+        self.tools, self.registry = tools, registry
+        self.max_turns, self.max_tool_output = max_turns, max_tool_output
+        self.on_event = on_event or (lambda event: None)
+        self.messages: list[dict] = [{"role": "system", "content": system_prompt}]
+        self.stop_reason: str | None = None
+
+    def chat(self, text: str) -> str:
+        """Add the user's message, run the loop until it ends, return the final text."""
+        self.stop_reason = None
+        self.emit("agent_start", model=self.model)
+        try:
+            answer = self.run(text)
+        except BaseException as exc:  # the caller still gets the exception; the trace ends
+            self.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+            self.emit("agent_end", stop_reason=self.stop_reason, error=f"{type(exc).__name__}: {exc}")
+            raise
+        self.emit("agent_end", stop_reason=self.stop_reason, answer=answer)
+        return answer
+
+    def run(self, text: str) -> str:
+        """The loop: ask the model, run the tools it asks for, repeat until it answers."""
+        self.append({"role": "user", "content": text})
+        for turn in range(1, self.max_turns + 1):
+            self.emit("turn_start", turn=turn)
+            message, response = self.ask_model(turn)
+            self.append(message, turn=turn, **response)  # in the history before any tool runs
+            calls = message.get("tool_calls", [])
+            if not calls:  # the presence of tool calls decides, not finish_reason...
+                self.emit("turn_end", turn=turn)
+                self.stop_reason = "length" if response["finish_reason"] == "length" else "done"
+                return message["content"]
+            # ...except "length": the arguments may be cut off, so none of these calls runs.
+            self.answer_calls(calls, turn, truncated=response["finish_reason"] == "length")
+            self.emit("turn_end", turn=turn)
+        self.stop_reason = "max_turns"
+        return f"[stopped: no final answer after max_turns={self.max_turns} model calls]"
+
+    def ask_model(self, turn: int) -> tuple[dict, dict]:
+        """One model call, sent the whole history and the tool schemas."""
+        self.emit("message_start", turn=turn, role="assistant", messages=len(self.messages))
+        started = time.perf_counter()
+        request = {"model": self.model, "messages": self.messages}
+        if self.tools:  # some servers reject an empty tools list
+            request["tools"] = self.tools
+        response = self.client.chat.completions.create(**request)
+        choice = response.choices[0]
+        usage = response.usage and response.usage.model_dump(mode="json", exclude_none=True)
+        details = {"finish_reason": choice.finish_reason, "usage": usage,
+                   "duration": time.perf_counter() - started}
+        return assistant_message(choice.message), details
+
+    def answer_calls(self, calls: list[dict], turn: int, truncated: bool = False) -> None:
+        """Give every call exactly one tool message, in order - even when interrupted."""
+        answered = 0
+        try:
+            for call in calls:
+                if truncated:
+                    content, is_error = error_result(
+                        "not executed: your output was truncated (finish_reason 'length'), so "
+                        "these arguments may be incomplete; re-issue the call"), True
+                else:
+                    content, is_error = self.run_tool(call, turn)
+                self.append({"role": "tool", "tool_call_id": call["id"], "content": content},
+                            turn=turn, is_error=is_error)
+                answered += 1
+        finally:  # Ctrl-C, or a failing event handler, must not leave a call unanswered
+            for call in calls[answered:]:
+                self.messages.append({"role": "tool", "tool_call_id": call["id"],
+                                      "content": error_result("not executed: interrupted")[0]})
+
+    def run_tool(self, call: dict, turn: int) -> tuple[str, bool]:
+        """Run one call. Every failure becomes a result the model can read and act on."""
+        function = call.get("function") or {}
+        name, arguments = function.get("name", "?"), function.get("arguments") or "{}"
+        self.emit("tool_execution_start", turn=turn, tool_call_id=call["id"], name=name,
+                  arguments=arguments)
+        started = time.perf_counter()
+        try:
+            result, is_error = call_tool(self.registry, name, arguments), False
+        except Exception as exc:
+            result, is_error = {"error": f"{name}: {exc}"}, True
+        content = bound(result if isinstance(result, str) else to_json(result),
+                        self.max_tool_output)
+        self.emit("tool_execution_end", turn=turn, tool_call_id=call["id"], name=name,
+                  result=content, is_error=is_error, duration=time.perf_counter() - started)
+        return content, is_error
+
+    def append(self, message: dict, **details) -> None:
+        """Every message enters the history here, and every one is announced."""
+        self.messages.append(message)
+        self.emit("message_end", message=message, **details)
+
+    def emit(self, event_type: str, **data) -> None:
+        self.on_event({"type": event_type, **data})
+
+
+def call_tool(registry: dict, name: str, arguments: str):
+    """Look the tool up, parse and check its JSON arguments, call it. Raises on any problem."""
+    func = registry.get(name)
+    if func is None:
+        raise LookupError(f"unknown tool; the tools are: {', '.join(sorted(registry))}")
+    try:
+        args = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not valid JSON ({exc}); send a JSON object") from None
+    if not isinstance(args, dict):
+        raise ValueError(f"arguments must be a JSON object, not {type(args).__name__}")
+    try:  # missing or unexpected arguments, caught before the tool runs
+        inspect.signature(func).bind(**args)
+    except TypeError as exc:
+        raise TypeError(f"bad arguments: {exc}") from None
+    return func(**args)
+
+
+def assistant_message(message) -> dict:
+    """The model's message as a plain dict, kept as returned (extras such as
+    reasoning_content survive) but in a form strict servers accept when it is sent back."""
+    data = message.model_dump(mode="json", exclude_none=True)
+    data.pop("function_call", None)  # deprecated twin of tool_calls that some servers add
+    data = {key: value for key, value in data.items() if value != []}  # e.g. tool_calls: []
+    data["content"] = data.get("content") or ""  # llama.cpp's server rejects null content
+    return data
+
+
+def to_json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def error_result(text: str) -> tuple[str, bool]:
+    return to_json({"error": text}), True
+
+
+def bound(text: str, limit: int) -> str:
+    """Keep the head and the tail of an over-long result, and say what was cut."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 3 // 4], text[len(text) - limit // 4:]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head}\n[... output truncated: {cut} of {len(text)} characters cut ...]\n{tail}"
+
+
+# --- Watching it: a trace file and a history table ---------------------------------------
+
+
+def trace_to(path: str):
+    """An on_event handler that appends every event to a JSON Lines file, with the time."""
+    def write(event: dict) -> None:
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(to_json({"time": time.time(), **event}) + "\n")
+    return write
+
+
+def history_rows(messages: list[dict]) -> list[tuple[str, str, str, str]]:
+    """One row per message, and one more per extra tool call: (role, call, id, content)."""
+    rows = []
+    for m in messages:
+        calls = [(f"{c['function']['name']}({c['function']['arguments']})", c["id"])
+                 for c in m.get("tool_calls", []) if "function" in c] or [("", "")]
+        call, call_id = calls[0]
+        rows.append((m["role"], call, m.get("tool_call_id", call_id), m.get("content") or ""))
+        rows += [("", call, call_id, "") for call, call_id in calls[1:]]
+    return rows
+
+
+def format_history(messages: list[dict], width: int = 60) -> str:
+    """The history as a compact text table."""
+    lines = [f"{'#':>3}  {'role':<9} {'tool call':<34} {'id':<8} content"]
+    for i, (role, call, call_id, text) in enumerate(history_rows(messages)):
+        lines.append(f"{i:>3}  {role:<9} {one_line(call, 34):<34} {call_id:<8} "
+                     f"{one_line(text, width)}")
+    return "\n".join(lines)
+
+
+# --- 6. The offline model: a scripted stand-in for openai.OpenAI ----------------------------
+
+
+def tool_call(name: str, raw_arguments: str | None = None, **arguments) -> dict:
+    """One tool call for a script. Pass raw_arguments to send text that is not valid JSON."""
+    args = raw_arguments if raw_arguments is not None else to_json(arguments)
+    return {"name": name, "arguments": args}
+
+
+def step(*calls: dict, content: str = "", finish_reason: str | None = None, **extras) -> dict:
+    """One model response: optional text, zero or more tool calls, and any provider extras
+    (e.g. reasoning_content="...")."""
+    reason = finish_reason or ("tool_calls" if calls else "stop")
+    return {"content": content, "calls": list(calls), "finish_reason": reason, "extras": extras}
+
+
+def reply(text: str, finish_reason: str = "stop", **extras) -> dict:
+    """A final answer: text and no tool calls."""
+    return step(content=text, finish_reason=finish_reason, **extras)
+
+
+class ScriptExhausted(RuntimeError):
+    """The scripted model was asked for more responses than its script holds."""
+
+
+class ScriptedClient:
+    """Replays a script of steps as real ChatCompletion objects, and records every request.
+
+    A step is step(...)/reply(...), a single tool_call(...), a list of tool calls (one
+    message with parallel calls), or a function (messages) -> step that can react to the
+    history, as a real model would."""
+
+    def __init__(self, steps: list):
+        self.steps, self.requests = list(steps), []
+        # the same shape as openai.OpenAI(): client.chat.completions.create(...)
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
+        self.call_count = 0
+
+    def create(self, *, model: str, messages: list[dict], **kwargs) -> ChatCompletion:
+        request = json.loads(to_json({"model": model, "messages": messages, **kwargs}))
+        self.requests.append(request)  # a JSON copy: what a real server would receive
+        n = len(self.requests)
+        if n > len(self.steps):
+            raise ScriptExhausted(f"the scripted model has {len(self.steps)} steps but was asked "
+                                  f"for response {n}; add steps to the script")
+        current = self.steps[n - 1]
+        current = current(request["messages"]) if callable(current) else current
+        current = as_step(current)
+        calls = []
+        for call in current["calls"]:
+            self.call_count += 1
+            calls.append({"id": f"call_{self.call_count}", "type": "function", "function": call})
+        message = {"role": "assistant", "content": current["content"] or None, **current["extras"]}
+        if calls:
+            message["tool_calls"] = calls
+        prompt = len(to_json(request)) // 4  # about four characters a token
+        completion = len(to_json(message)) // 4
+        return ChatCompletion.model_validate({
+            "id": f"chatcmpl-scripted-{n}", "object": "chat.completion", "created": 0,
+            "model": model, "choices": [
+                {"index": 0, "message": message, "finish_reason": current["finish_reason"]}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        })
+
+
+def as_step(item) -> dict:
+    if isinstance(item, list):
+        return step(*item)
+    if "name" in item:
+        return step(item)
+    return item
+
+
+# --- 7. The command line ------------------------------------------------------------------
+
+DEMO_TASKS = [
+    "Create greet.py with a function greet(name) and print the result of greet('Pi').",
+    "Change the greeting in greet.py to Chinese, keeping the function as it is.",
+    "List the current directory and tell me which files are Python files.",
+    "Read the file missing.py and explain what happened.",
+]
+
+
+def demo_script() -> list:
+    """What a good model does for DEMO_TASKS, one step per model response."""
+    greet = 'def greet(name):\n    return f"Hello, {name}!"\n\n\nprint(greet("Pi"))\n'
+
+    def name_python_files(messages):
+        listing = json.loads(messages[-1]["content"])
+        py = [f["name"] for f in listing["files"] if f["name"].endswith(".py")]
+        return reply(f"The Python files here are: {', '.join(py)}.")
+
+    def explain_error(messages):
+        return reply("I could not read missing.py: the tool said "
+                     f"{json.loads(messages[-1]['content'])['error']!r}. It does not exist.")
+
+    return [
+        tool_call("edit_file", path="greet.py", old_str="", new_str=greet),
+        reply("Created greet.py with greet(name); running it prints: Hello, Pi!"),
+        tool_call("read_file", path="greet.py"),  # read before editing
+        tool_call("edit_file", path="greet.py", old_str='f"Hello, {name}!"',
+                  new_str='f"你好，{name}！"'),
+        reply("Changed the greeting to Chinese; greet(name) is unchanged."),
+        tool_call("list_files", path="."),
+        name_python_files,
+        tool_call("read_file", path="missing.py"),
+        explain_error,
+    ]
+
+
+NO_KEY = ("No OPENAI_API_KEY is set. Export your key (for a local server such as Ollama, any "
+          "value, with OPENAI_BASE_URL pointing at it), or run offline: python agent.py --demo")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description="A minimal coding agent. Without a task, "
+                                     "starts an interactive session.")
+    parser.add_argument("task", nargs="?", help="one task to run, then exit")
+    parser.add_argument("--demo", action="store_true",
+                        help="run four tasks on the built-in scripted model (no key needed)")
+    parser.add_argument("--model", help=f"model name (default: $AGENT_MODEL or {DEFAULT_MODEL})")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--max-turns", type=positive_int, default=MAX_TURNS,
+                        help=f"model calls per task (default: {MAX_TURNS})")
+    parser.add_argument("--workdir", help="folder to work in (default: the current one)")
+    parser.add_argument("--trace", metavar="FILE", help="append every event to FILE as JSON Lines")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the answers")
+    args = parser.parse_args(argv)
+    if args.workdir and not Path(args.workdir).is_dir():
+        parser.error(f"--workdir {args.workdir}: no such directory")
+    if args.demo and args.task:
+        parser.error("--demo runs its own tasks; give either --demo or a task")
+    return args
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    handlers = [] if args.quiet else [print_event]
+    if args.trace:
+        handlers.append(trace_to(os.path.abspath(args.trace)))
+
+    def on_event(event):
+        for handler in handlers:
+            handler(event)
+
+    if args.demo:
+        with tempfile.TemporaryDirectory(prefix="agent-demo-") as tmp:
+            os.chdir(args.workdir or tmp)
+            agent = Agent(ScriptedClient(demo_script()), args.model or "scripted-demo",
+                          max_turns=args.max_turns, on_event=on_event)
+            for task in DEMO_TASKS:
+                print()
+                answer = agent.chat(task)
+                if args.quiet:
+                    print(answer)
+            print("\nThe history, as sent to the model on the last request:\n")
+            print(format_history(agent.messages))
+        return 0
+    if not os.environ.get("OPENAI_API_KEY"):
+        print(NO_KEY, file=sys.stderr)
+        return 2
+    if args.workdir:
+        os.chdir(args.workdir)
+    client = openai.OpenAI(base_url=args.base_url) if args.base_url else None
+    agent = Agent(client, args.model, max_turns=args.max_turns, on_event=on_event)
+    return run_session(agent, args.task, args.quiet)
+
+
+def run_session(agent: Agent, task: str | None, quiet: bool) -> int:
+    """One task (exit status 1 on an API error) or an interactive session that survives one."""
+    try:
+        while True:
+            text = task if task is not None else input("\nyou> ").strip()
+            if not text or text.lower() in ("exit", "quit"):
+                return 0
+            try:
+                answer = agent.chat(text)
+                if quiet:
+                    print(answer)
+            except openai.APIError as exc:
+                print(f"model request failed: {one_line(str(exc), 300)}", file=sys.stderr)
+                if task is not None:
+                    return 1
+            if task is not None:
+                return 0
+    except (EOFError, KeyboardInterrupt):
+        print()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
