@@ -201,7 +201,8 @@ class Agent:
             answer = self.run(text)
         except BaseException as exc:  # the caller still gets the exception; the trace ends
             self.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
-            self.emit("agent_end", stop_reason=self.stop_reason, error=f"{type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {exc}"
+            self.emit("agent_end", stop_reason=self.stop_reason, error=error)
             raise
         self.emit("agent_end", stop_reason=self.stop_reason, answer=answer)
         return answer
@@ -244,7 +245,7 @@ class Agent:
         try:
             for call in calls:
                 if truncated:
-                    content, is_error = error_result(
+                    content, is_error = error_json(
                         "not executed: your output was truncated (finish_reason 'length'), so "
                         "these arguments may be incomplete; re-issue the call"), True
                 else:
@@ -255,7 +256,7 @@ class Agent:
         finally:  # Ctrl-C, or a failing event handler, must not leave a call unanswered
             for call in calls[answered:]:
                 self.messages.append({"role": "tool", "tool_call_id": call["id"],
-                                      "content": error_result("not executed: interrupted")[0]})
+                                      "content": error_json("not executed: interrupted")})
 
     def run_tool(self, call: dict, turn: int) -> tuple[str, bool]:
         """Run one call. Every failure becomes a result the model can read and act on."""
@@ -304,19 +305,20 @@ def call_tool(registry: dict, name: str, arguments: str):
 def assistant_message(message) -> dict:
     """The model's message as a plain dict, kept as returned (extras such as
     reasoning_content survive) but in a form strict servers accept when it is sent back."""
-    data = message.model_dump(mode="json", exclude_none=True)
-    data.pop("function_call", None)  # deprecated twin of tool_calls that some servers add
-    data = {key: value for key, value in data.items() if value != []}  # e.g. tool_calls: []
-    data["content"] = data.get("content") or ""  # llama.cpp's server rejects null content
-    return data
+    # function_call is the deprecated twin of tool_calls that some servers add; empty lists
+    # (e.g. "tool_calls": []) are dropped; llama.cpp's server rejects null content.
+    data = message.model_dump(mode="json", exclude_none=True, exclude={"function_call"})
+    extras = {key: value for key, value in data.items()
+              if value != [] and key not in ("role", "content")}
+    return {"role": "assistant", "content": data.get("content") or "", **extras}
 
 
 def to_json(value) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def error_result(text: str) -> tuple[str, bool]:
-    return to_json({"error": text}), True
+def error_json(text: str) -> str:
+    return to_json({"error": text})
 
 
 def bound(text: str, limit: int) -> str:

@@ -45,7 +45,8 @@ class Table:
     def __repr__(self):
         cells = [[agent.one_line(c, self.width) for c in r] for r in [self.header, *self.rows]]
         widths = [max(len(r[i]) for r in cells) for i in range(len(self.header))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                 for r in cells]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 
