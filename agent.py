@@ -77,13 +77,22 @@ def edit_file(path: str, old_str: str, new_str: str) -> dict:
         file.write_bytes(new_str.encode("utf-8"))
         return {"path": path, "action": action}
     text = read_file(path)["content"]
-    found = text.count(old_str)
+    found = occurrences(text, old_str)
     if found != 1:  # nothing is written unless the target is unambiguous
         hint = "add surrounding lines to make it unique" if found else "read the file again"
         raise ValueError(f"old_str must occur exactly once in {path}, found {found} ({hint})")
     # A plain write: a crash half-way can leave a partial file. Lesson 06 makes it atomic.
     file.write_bytes(text.replace(old_str, new_str, 1).encode("utf-8"))
     return {"path": path, "action": "edited"}
+
+
+def occurrences(text: str, part: str) -> int:
+    """How many places part starts at, overlaps included ("aa" is twice in "aaa"): str.count
+    would say once, and replacing the first would be a guess."""
+    count, at = 0, text.find(part)
+    while at != -1:
+        count, at = count + 1, text.find(part, at + 1)
+    return count
 
 
 # --- 3. Schemas (what the model sees) beside the registry (what the host runs) --------------
@@ -134,9 +143,13 @@ def check_tools(tools: list[dict], registry: dict) -> None:
         if func is None:
             continue
         accepted = inspect.signature(func).parameters
-        for param in tool["function"].get("parameters", {}).get("properties", {}):
+        described = tool["function"].get("parameters", {}).get("properties", {})
+        for param in described:
             if param not in accepted:
                 problems.append(f"{func.__name__}() takes no parameter {param!r} from its schema")
+        for param in accepted.values():
+            if param.default is param.empty and param.name not in described:
+                problems.append(f"{func.__name__}() needs {param.name!r}, missing from its schema")
     if problems:
         raise ValueError("tools and registry disagree: " + "; ".join(problems))
 
@@ -265,8 +278,10 @@ class Agent:
         self.emit("tool_execution_start", turn=turn, tool_call_id=call["id"], name=name,
                   arguments=arguments)
         started = time.perf_counter()
+        offered = {tool["function"]["name"] for tool in self.tools}  # never run what was
+        runnable = {n: f for n, f in self.registry.items() if n in offered}  # not offered
         try:
-            result, is_error = call_tool(self.registry, name, arguments), False
+            result, is_error = call_tool(runnable, name, arguments), False
         except Exception as exc:
             result, is_error = {"error": f"{name}: {exc}"}, True
         content = bound(result if isinstance(result, str) else to_json(result),
@@ -520,12 +535,11 @@ def main(argv=None) -> int:
             agent = Agent(ScriptedClient(demo_script()), args.model or "scripted-demo",
                           max_turns=args.max_turns, on_event=on_event)
             for task in DEMO_TASKS:
-                print()
                 answer = agent.chat(task)
-                if args.quiet:
-                    print(answer)
-            print("\nThe history, as sent to the model on the last request:\n")
-            print(format_history(agent.messages))
+                print(answer if args.quiet else "")
+            if not args.quiet:
+                print("The history, as sent to the model on the last request:\n")
+                print(format_history(agent.messages))
         return 0
     if not os.environ.get("OPENAI_API_KEY"):
         print(NO_KEY, file=sys.stderr)
@@ -560,4 +574,8 @@ def run_session(agent: Agent, task: str | None, quiet: bool) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # e.g. `python agent.py --demo | head`: the reader left early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
