@@ -1,0 +1,609 @@
+"""Lesson 06: diff approval. These tests exercise the code the notebook defines (its cell
+tagged "export"), so there is one definition, not a copy."""
+
+import io
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from notebook_code import load_notebook
+
+import agent
+from agent import Agent, ScriptedClient, reply, tool_call
+
+nb = load_notebook("06-diff-approval.ipynb")
+
+GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    return tmp_path
+
+
+def gated(policy=None, **options):
+    """The lesson's read_file and edit_file, sharing one memory of what was read."""
+    _, registry = nb.approval_tools(policy or nb.approve_all, **options)
+    return registry["read_file"], registry["edit_file"]
+
+
+def never_asked(path, diff):
+    raise AssertionError(f"the person was asked about {path}, but should not have been")
+
+
+def recording(answer=None):
+    """A policy that answers `answer` (approve by default) and remembers what it was shown."""
+    def policy(path, diff):
+        policy.asked.append((path, diff))
+        return nb.APPROVE if answer is None else answer
+    policy.asked = []
+    return policy
+
+
+def names(folder: Path) -> list[str]:
+    """Every file and folder under folder, hidden ones too (temporary files start with a dot)."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def write(path: str, text: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_bytes(text.encode("utf-8"))
+
+
+# --- plugging into agent.Agent ----------------------------------------------------------------
+
+
+def test_tools_and_registry_agree_and_only_read_and_edit_are_replaced():
+    tools, registry = nb.approval_tools(nb.approve_all)
+    agent.check_tools(tools, registry)
+    assert sorted(registry) == ["edit_file", "list_files", "read_file"]
+    assert registry["list_files"] is agent.list_files
+    assert registry["read_file"] is not agent.read_file
+    assert registry["edit_file"] is not agent.edit_file
+    edit = next(t for t in tools if t["function"]["name"] == "edit_file")
+    assert "person" in edit["function"]["description"]
+    assert edit["function"]["parameters"]["required"] == ["path", "old_str", "new_str"]
+    assert agent.TOOL_REGISTRY["edit_file"] is agent.edit_file  # agent.py is untouched
+
+
+def test_approved_edit_is_written_and_the_result_says_so():
+    write("greet.py", GREET)
+    read, edit = gated()
+    assert read("greet.py") == {"path": "greet.py", "content": GREET}
+    assert edit("greet.py", "Hello", "Hi") == {"path": "greet.py", "action": "edited",
+                                               "approved": True}
+    assert Path("greet.py").read_text(encoding="utf-8") == GREET.replace("Hello", "Hi")
+
+
+def test_the_person_sees_the_diff_against_the_file_as_it_is_now():
+    write("greet.py", GREET)
+    policy = recording()
+    read, edit = gated(policy)
+    read("greet.py")
+    edit("greet.py", "Hello", "Hi")
+    assert policy.asked == [("greet.py", nb.make_diff("greet.py", GREET,
+                                                      GREET.replace("Hello", "Hi")))]
+    assert "-    return f\"Hello, {name}!\"\n+    return f\"Hi, {name}!\"\n" in policy.asked[0][1]
+
+
+def test_rejection_writes_nothing_and_carries_the_reason():
+    write("greet.py", GREET)
+    read, edit = gated(nb.reject_all("keep English for now"))
+    read("greet.py")
+    with pytest.raises(nb.Rejected, match="keep English for now. Nothing was written"):
+        edit("greet.py", "Hello", "Hi")
+    with pytest.raises(nb.Rejected, match="no reason given"):
+        gated(nb.scripted([False]))[1]("new.txt", "", "x\n")
+    assert Path("greet.py").read_text(encoding="utf-8") == GREET
+    assert not Path("new.txt").exists()
+
+
+def test_a_policy_that_fails_writes_nothing():
+    read, edit = gated(nb.scripted([]))  # no answers left: the policy raises
+    with pytest.raises(LookupError, match="no answer left for new.txt"):
+        edit("new.txt", "", "x\n")
+    assert not Path("new.txt").exists()
+
+
+# --- the version check --------------------------------------------------------------------------
+
+
+def test_an_existing_file_never_read_is_refused_before_asking():
+    write("greet.py", GREET)
+    _, edit = gated(never_asked)
+    for old_str in ("", "Hello"):
+        with pytest.raises(nb.StaleFile, match="you have not read it; read it first"):
+            edit("greet.py", old_str, "x")
+    assert Path("greet.py").read_text(encoding="utf-8") == GREET
+
+
+def test_a_file_changed_since_it_was_read_is_refused_before_asking():
+    write("greet.py", GREET)
+    read, edit = gated(never_asked)
+    read("greet.py")
+    write("greet.py", GREET + "# a colleague's line\n")
+    with pytest.raises(nb.StaleFile, match="the file changed since you read it; read it again"):
+        edit("greet.py", "Hello", "Hi")
+    assert Path("greet.py").read_text(encoding="utf-8").endswith("# a colleague's line\n")
+
+
+def test_reading_again_makes_the_edit_possible():
+    write("greet.py", GREET)
+    read, edit = gated()
+    read("greet.py")
+    write("greet.py", GREET + "# more\n")
+    with pytest.raises(nb.StaleFile):
+        edit("greet.py", "Hello", "Hi")
+    read("greet.py")
+    edit("greet.py", "Hello", "Hi")
+    assert Path("greet.py").read_text(encoding="utf-8") == GREET.replace("Hello", "Hi") + "# more\n"
+
+
+def test_a_file_deleted_since_it_was_read_is_refused():
+    write("greet.py", GREET)
+    read, edit = gated(never_asked)
+    read("greet.py")
+    Path("greet.py").unlink()
+    with pytest.raises(nb.StaleFile, match="changed since you read it"):
+        edit("greet.py", "", GREET)
+    assert not Path("greet.py").exists()
+
+
+def test_a_new_file_may_be_created_without_reading_and_after_a_failed_read():
+    read, edit = gated()
+    assert edit("a.txt", "", "a\n")["action"] == "created"
+    with pytest.raises(FileNotFoundError):
+        read("b.txt")  # the agent now knows there is no b.txt
+    assert edit("b.txt", "", "b\n")["action"] == "created"
+
+
+def test_a_file_that_appeared_since_the_agent_saw_none_is_refused():
+    read, edit = gated(never_asked)
+    with pytest.raises(FileNotFoundError):
+        read("b.txt")
+    write("b.txt", "someone else's\n")
+    with pytest.raises(nb.StaleFile, match="changed since you read it"):
+        edit("b.txt", "", "mine\n")
+    assert Path("b.txt").read_text(encoding="utf-8") == "someone else's\n"
+
+
+def test_a_write_counts_as_seen_so_the_agent_can_edit_twice():
+    write("greet.py", GREET)
+    read, edit = gated()
+    read("greet.py")
+    edit("greet.py", "Hello", "Hi")
+    edit("greet.py", "def greet", "# hi\ndef greet")
+    assert edit("new.txt", "", "1\n")["action"] == "created"
+    assert edit("new.txt", "", "2\n")["action"] == "overwritten"
+    assert Path("new.txt").read_text(encoding="utf-8") == "2\n"
+
+
+def test_the_same_file_under_another_name_shares_its_fingerprint():
+    write("src/greet.py", GREET)
+    read, edit = gated()
+    read("src/../src/greet.py")
+    edit("./src/greet.py", "Hello", "Hi")
+    assert Path("src/greet.py").read_text(encoding="utf-8") == GREET.replace("Hello", "Hi")
+
+
+# --- re-checked right before the write ------------------------------------------------------
+
+
+@pytest.mark.parametrize("meanwhile", ["changed", "deleted", "replaced by a folder"])
+def test_a_change_while_the_person_decides_is_caught(workdir, meanwhile):
+    write("greet.py", GREET)
+
+    def person(path, diff):
+        if meanwhile == "changed":
+            write(path, GREET + "# the person's own edit\n")
+        else:
+            Path(path).unlink()
+            if meanwhile == "replaced by a folder":
+                Path(path).mkdir()
+        return nb.APPROVE
+
+    read, edit = gated(person)
+    read("greet.py")
+    with pytest.raises(nb.StaleFile, match="while the person was deciding.*Nothing was written"):
+        edit("greet.py", "Hello", "Hi")
+    if meanwhile == "changed":
+        assert Path("greet.py").read_text(encoding="utf-8") == GREET + "# the person's own edit\n"
+    elif meanwhile == "deleted":
+        assert not Path("greet.py").exists()
+    else:
+        assert Path("greet.py").is_dir()
+    assert names(workdir) == ([] if meanwhile == "deleted" else ["greet.py"])  # no temp file
+
+
+def test_a_new_file_created_by_someone_while_the_person_decides_is_kept(workdir):
+    def person(path, diff):
+        write(path, "theirs\n")
+        return nb.APPROVE
+
+    _, edit = gated(person)
+    with pytest.raises(nb.StaleFile, match="while the person was deciding"):
+        edit("notes.txt", "", "mine\n")
+    assert Path("notes.txt").read_text(encoding="utf-8") == "theirs\n"
+    assert names(workdir) == ["notes.txt"]
+
+
+# --- refused before the person is asked ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("old_str", "found"), [("y = 2", 0), ("x = 1", 2)])
+def test_old_str_not_found_or_found_twice_is_refused_before_asking(old_str, found):
+    write("calc.py", "x = 1\nx = 1\n")
+    read, edit = gated(never_asked)
+    read("calc.py")
+    with pytest.raises(ValueError, match=f"exactly once in calc.py, found {found}"):
+        edit("calc.py", old_str, "z = 3")
+    assert Path("calc.py").read_text(encoding="utf-8") == "x = 1\nx = 1\n"
+
+
+def test_other_refusals_before_asking(workdir):
+    Path("folder").mkdir()
+    read, edit = gated(never_asked)
+    with pytest.raises(FileNotFoundError, match="no such file: missing.txt"):
+        edit("missing.txt", "old", "new")
+    with pytest.raises(IsADirectoryError, match="folder is a directory"):
+        edit("folder", "", "x")
+    with pytest.raises(IsADirectoryError, match="folder is a directory"):
+        read("folder")
+    Path("data.bin").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ValueError, match="not a UTF-8 text file"):
+        read("data.bin")
+    with pytest.raises(nb.StaleFile):  # a failed read does not count as reading it
+        edit("data.bin", "", "x")
+    assert names(workdir) == ["data.bin", "folder"]
+
+
+def test_an_edit_that_changes_nothing_is_not_asked_and_not_written():
+    write("greet.py", GREET)
+    read, edit = gated(never_asked)
+    read("greet.py")
+    mtime = os.stat("greet.py").st_mtime_ns
+    assert edit("greet.py", "Hello", "Hello")["action"] == "unchanged"
+    assert os.stat("greet.py").st_mtime_ns == mtime
+
+
+# --- the atomic write ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o755, 0o444])
+def test_permission_bits_are_kept(mode):
+    write("run.sh", "echo hi\n")
+    os.chmod("run.sh", mode)
+    read, edit = gated()
+    read("run.sh")
+    edit("run.sh", "hi", "hello")
+    assert stat.S_IMODE(os.stat("run.sh").st_mode) == mode
+    assert Path("run.sh").read_text(encoding="utf-8") == "echo hello\n"
+
+
+def test_a_created_file_gets_the_usual_permissions_and_its_parent_folders(workdir):
+    _, edit = gated()
+    assert edit("a/b/c.txt", "", "deep\n") == {"path": "a/b/c.txt", "action": "created",
+                                               "approved": True}
+    assert Path("a/b/c.txt").read_text(encoding="utf-8") == "deep\n"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(os.stat("a/b/c.txt").st_mode) == 0o666 & ~umask
+    assert names(workdir) == ["a", "a/b", "a/b/c.txt"]  # no temporary file
+
+
+def test_no_temporary_file_after_success(workdir):
+    write("greet.py", GREET)
+    read, edit = gated()
+    read("greet.py")
+    for i in range(3):
+        edit("greet.py", "", GREET + f"# {i}\n")
+    assert names(workdir) == ["greet.py"]
+
+
+def test_bytes_are_written_exactly():
+    write("crlf.txt", "one\r\ntwo\r\n")
+    read, edit = gated()
+    assert read("crlf.txt")["content"] == "one\r\ntwo\r\n"
+    edit("crlf.txt", "two", "2")
+    assert Path("crlf.txt").read_bytes() == b"one\r\n2\r\n"
+
+
+class HalfWriter:
+    """Stands in for the temporary file: writes half of what it is given, then fails."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+    def write(self, data):
+        self.file.write(data[: len(data) // 2])
+        self.file.flush()
+        raise OSError("simulated: disk full half-way through the write")
+
+    def flush(self):
+        self.file.flush()
+
+    def fileno(self):
+        return self.file.fileno()
+
+
+def fail(message):
+    def failing(*args, **kwargs):
+        raise OSError(message)
+    return failing
+
+
+FAILURES = {
+    "write half-way": lambda mp: mp.setattr(os, "fdopen",
+                                            lambda fd, mode, real=os.fdopen: HalfWriter(
+                                                real(fd, mode))),
+    "fsync": lambda mp: mp.setattr(os, "fsync", fail("simulated: fsync failed")),
+    "chmod": lambda mp: mp.setattr(os, "chmod", fail("simulated: chmod failed")),
+    "replace": lambda mp: mp.setattr(os, "replace", fail("simulated: rename failed")),
+}
+
+
+@pytest.mark.parametrize("where", list(FAILURES))
+def test_a_failed_write_leaves_the_original_byte_for_byte_and_no_temp_file(
+        workdir, monkeypatch, where):
+    original = "caf\u00e9\r\nline two\nno newline at the end".encode()
+    Path("data.txt").write_bytes(original)
+    os.chmod("data.txt", 0o640)
+    read, edit = gated()
+    read("data.txt")
+    with monkeypatch.context() as mp:
+        FAILURES[where](mp)
+        with pytest.raises(OSError, match="simulated"):
+            edit("data.txt", "line two", "LINE TWO")
+    assert Path("data.txt").read_bytes() == original
+    assert stat.S_IMODE(os.stat("data.txt").st_mode) == 0o640
+    assert names(workdir) == ["data.txt"]
+    # the fingerprint still matches the untouched file, so the same edit can be tried again
+    edit("data.txt", "line two", "LINE TWO")
+    assert Path("data.txt").read_bytes() == original.replace(b"line two", b"LINE TWO")
+
+
+def test_a_failed_write_of_a_new_file_leaves_no_file(workdir, monkeypatch):
+    monkeypatch.setattr(os, "replace", fail("simulated: rename failed"))
+    _, edit = gated()
+    with pytest.raises(OSError, match="simulated"):
+        edit("new.txt", "", "x\n")
+    assert names(workdir) == []
+
+
+def test_editing_through_a_symlink_keeps_the_link():
+    write("real.txt", "old\n")
+    os.symlink("real.txt", "link.txt")
+    read, edit = gated()
+    read("link.txt")
+    edit("link.txt", "old", "new")
+    assert os.path.islink("link.txt")
+    assert Path("real.txt").read_text(encoding="utf-8") == "new\n"
+
+
+# --- stacking with a path-resolving function (e.g. the sandbox of lesson 05) ------------------
+
+
+def test_resolve_maps_the_models_paths(workdir):
+    (workdir / "project").mkdir()
+
+    def inside_project(path):
+        if ".." in Path(path).parts:
+            raise PermissionError(f"{path} is outside the project")
+        return workdir / "project" / path
+
+    _, registry = nb.approval_tools(nb.approve_all, resolve=inside_project)
+    read, edit = registry["read_file"], registry["edit_file"]
+    assert edit("notes.md", "", "hi\n") == {"path": "notes.md", "action": "created",
+                                            "approved": True}
+    assert read("notes.md") == {"path": "notes.md", "content": "hi\n"}
+    assert (workdir / "project" / "notes.md").read_text(encoding="utf-8") == "hi\n"
+    _, registry = nb.approval_tools(never_asked, resolve=inside_project)
+    with pytest.raises(PermissionError, match="outside the project"):
+        registry["edit_file"]("../escape.md", "", "x")
+    assert not (workdir / "escape.md").exists()
+
+
+def test_other_base_tools_are_kept():
+    def shout(text: str) -> dict:
+        return {"text": text.upper()}
+
+    tools = [*agent.TOOLS, agent.schema(shout, "Shout.", text="What to shout.")]
+    registry = {**agent.TOOL_REGISTRY, "shout": shout}
+    new_tools, new_registry = nb.approval_tools(nb.approve_all, tools=tools, registry=registry)
+    assert new_registry["shout"] is shout
+    assert [t["function"]["name"] for t in new_tools] == [
+        "read_file", "list_files", "shout", "edit_file"]
+
+
+# --- many decisions in one conversation ---------------------------------------------------------
+
+
+def test_many_approvals_and_rejections_in_one_conversation_every_call_answered_once_in_order():
+    write("a.txt", "a\n")
+    write("b.txt", "b\n")
+    person = nb.scripted([
+        nb.APPROVE,                      # a.txt edit
+        nb.reject("not b, please"),      # b.txt edit
+        True,                            # new c.txt
+        nb.reject(),                     # new d.txt, no reason
+        nb.APPROVE,                      # b.txt, second try
+    ])
+    script = [
+        [tool_call("read_file", path="a.txt"), tool_call("read_file", path="b.txt")],
+        [tool_call("edit_file", path="a.txt", old_str="a", new_str="A"),
+         tool_call("edit_file", path="b.txt", old_str="b", new_str="B"),
+         tool_call("edit_file", path="c.txt", old_str="", new_str="c\n")],
+        [tool_call("edit_file", path="d.txt", old_str="", new_str="d\n"),
+         tool_call("edit_file", path="a.txt", old_str="a", new_str="A")],  # "a" is gone now
+        tool_call("edit_file", path="b.txt", old_str="b\n", new_str="b, kept lower-case\n"),
+        reply("Done."),
+    ]
+    tools, registry = nb.approval_tools(person)
+    events = []
+    bot = Agent(ScriptedClient(script), "scripted", tools=tools, registry=registry,
+                system_prompt=nb.APPROVAL_PROMPT, on_event=events.append)
+    assert bot.chat("Edit the files.") == "Done."
+    assert bot.stop_reason == "done"
+
+    # every call id gets exactly one tool message, right after its assistant message, in order
+    calls, answers = [], []
+    for i, message in enumerate(bot.messages):
+        ids = [c["id"] for c in message.get("tool_calls", [])]
+        if ids:
+            calls += ids
+            following = bot.messages[i + 1: i + 1 + len(ids)]
+            assert [m["role"] for m in following] == ["tool"] * len(ids)
+            assert [m["tool_call_id"] for m in following] == ids
+        if message["role"] == "tool":
+            answers.append(message["tool_call_id"])
+    assert calls == answers == [f"call_{n}" for n in range(1, 9)]
+
+    results = {m["tool_call_id"]: m["content"] for m in bot.messages if m["role"] == "tool"}
+    assert json.loads(results["call_3"]) == {"path": "a.txt", "action": "edited",
+                                             "approved": True}
+    assert "rejected this edit of b.txt: not b, please" in json.loads(results["call_4"])["error"]
+    assert json.loads(results["call_5"])["action"] == "created"
+    assert "no reason given" in json.loads(results["call_6"])["error"]
+    assert "found 0" in json.loads(results["call_7"])["error"]
+    assert json.loads(results["call_8"])["action"] == "edited"
+    ends = [e for e in events if e["type"] == "tool_execution_end"]
+    assert [e["is_error"] for e in ends] == [False, False, False, True, False, True, True, False]
+
+    # what the model was sent: the reason is in the request after the rejection
+    sent = json.dumps(bot.client.requests[2]["messages"], ensure_ascii=False)
+    assert "not b, please" in sent
+    assert Path("a.txt").read_text(encoding="utf-8") == "A\n"
+    assert Path("b.txt").read_text(encoding="utf-8") == "b, kept lower-case\n"
+    assert Path("c.txt").read_text(encoding="utf-8") == "c\n"
+    assert not Path("d.txt").exists()
+
+
+# --- the policies -------------------------------------------------------------------------
+
+
+def test_ready_made_policies():
+    diff = nb.make_diff("x", None, "x\n")
+    assert nb.approve_all("any.py", diff) == nb.Decision(True, "")
+    assert nb.reject_all("freeze")("any.py", diff) == nb.Decision(False, "freeze")
+    only_docs = nb.approve_matching("docs/*", "*.md")
+    assert only_docs("docs/a/b.txt", diff).approved
+    assert only_docs("README.md", diff).approved
+    refused = only_docs("src/main.py", diff)
+    assert not refused.approved and "docs/* or *.md" in refused.reason
+
+
+def test_scripted_answers_in_order_then_runs_out():
+    seen = []
+    person = nb.scripted([nb.APPROVE, False,
+                          lambda path, diff: seen.append(path) or nb.reject("after a look")])
+    assert person("a", "") == nb.APPROVE
+    assert person("b", "") is False
+    assert person("c", "") == nb.Decision(False, "after a look") and seen == ["c"]
+    with pytest.raises(LookupError, match="no answer left for d"):
+        person("d", "")
+
+
+def test_showing_prints_the_diff_and_the_answer(capsys):
+    diff = nb.make_diff("a.txt", "a\n", "b\n")
+    assert nb.showing(nb.reject_all("no"))("a.txt", diff) == nb.Decision(False, "no")
+    assert capsys.readouterr().out == diff + "person:      rejected: no\n"
+
+
+@pytest.mark.parametrize(("typed", "approved", "reason"), [
+    ("y", True, ""), ("Y", True, ""), ("yes", True, ""), (" y \n", True, ""),
+    ("n", False, "the person said no"), ("", False, "the person said no"),
+    ("No", False, "the person said no"), ("yep", False, "yep"),
+    ("use pathlib instead", False, "use pathlib instead"),
+    (EOFError, False, "no answer from the person (input closed or Ctrl-C)"),
+    (KeyboardInterrupt, False, "no answer from the person (input closed or Ctrl-C)"),
+])
+def test_terminal_policy(monkeypatch, capsys, typed, approved, reason):
+    prompts = []
+
+    def fake_input(prompt):
+        prompts.append(prompt)
+        if isinstance(typed, type):
+            raise typed
+        return typed
+
+    monkeypatch.setattr("builtins.input", fake_input)
+    diff = nb.make_diff("greet.py", GREET, GREET.replace("Hello", "Hi"))
+    assert nb.ask_terminal("greet.py", diff) == nb.Decision(approved, reason)
+    assert prompts == ["apply this change to greet.py? [y/N, or say why not] "]
+    assert capsys.readouterr().out.startswith(diff)  # shown before the question, plain here
+
+
+def test_the_terminal_policy_in_a_conversation(monkeypatch, capsys):
+    answers = iter(["y", "not that file"])
+    monkeypatch.setattr("builtins.input", lambda prompt: next(answers))
+    script = [[tool_call("edit_file", path="a.txt", old_str="", new_str="a\n"),
+               tool_call("edit_file", path="b.txt", old_str="", new_str="b\n")],
+              reply("Wrote a.txt; b.txt was refused.")]
+    tools, registry = nb.approval_tools(nb.ask_terminal)
+    bot = Agent(ScriptedClient(script), "scripted", tools=tools, registry=registry,
+                on_event=None)
+    bot.chat("Write a and b.")
+    assert Path("a.txt").exists() and not Path("b.txt").exists()
+    assert "not that file" in bot.messages[-2]["content"]
+
+
+# --- the preview --------------------------------------------------------------------------
+
+
+def test_a_new_file_shows_as_all_added():
+    diff = nb.make_diff("dir/new.py", None, "one\ntwo\n")
+    assert diff == "--- /dev/null\n+++ b/dir/new.py\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+    assert nb.make_diff("empty.txt", None, "") == "--- /dev/null\n+++ b/empty.txt\n"
+
+
+def test_a_missing_final_newline_is_marked_and_no_change_is_empty():
+    diff = nb.make_diff("a.txt", "one\ntwo", "one\nTWO")
+    assert diff.endswith("-two\n\\ No newline at end of file\n+TWO\n"
+                         "\\ No newline at end of file\n")
+    assert nb.make_diff("a.txt", "same\n", "same\n") == ""
+
+
+class Stream(io.StringIO):
+    def __init__(self, tty):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+
+def test_colour_only_when_the_output_is_a_terminal(monkeypatch):
+    diff = nb.make_diff("a.txt", "-- old\nsame\n", "new\nsame\n")
+    plain, terminal = Stream(tty=False), Stream(tty=True)
+    nb.show_diff(diff, plain)
+    nb.show_diff(diff, terminal)
+    assert plain.getvalue() == diff and "\x1b[" not in plain.getvalue()
+    lines = terminal.getvalue().splitlines()
+    assert lines[0] == "\x1b[1m--- a/a.txt\x1b[0m"  # header: bold
+    assert lines[3] == "\x1b[31m--- old\x1b[0m"  # a removed line that starts with "--": red
+    assert lines[4] == "\x1b[32m+new\x1b[0m"
+    assert lines[5] == " same"
+    no_colour = Stream(tty=True)
+    monkeypatch.setenv("NO_COLOR", "1")
+    nb.show_diff(diff, no_colour)
+    assert no_colour.getvalue() == diff
+
+
+def test_the_terminal_policy_colours_on_a_terminal_only(monkeypatch):
+    diff = nb.make_diff("a.txt", "a\n", "b\n")
+    monkeypatch.setattr("builtins.input", lambda prompt: "y")
+    for tty in (True, False):
+        out = Stream(tty)
+        monkeypatch.setattr("sys.stdout", out)
+        nb.ask_terminal("a.txt", diff)
+        assert ("\x1b[32m+b\x1b[0m" in out.getvalue()) is tty
