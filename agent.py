@@ -213,6 +213,7 @@ class Agent:
         try:
             answer = self.run(text)
         except BaseException as exc:  # the caller still gets the exception; the trace ends
+            self.answer_open_calls()
             self.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
             error = f"{type(exc).__name__}: {exc}"
             self.emit("agent_end", stop_reason=self.stop_reason, error=error)
@@ -253,21 +254,27 @@ class Agent:
         return assistant_message(choice.message), details
 
     def answer_calls(self, calls: list[dict], turn: int, truncated: bool = False) -> None:
-        """Give every call exactly one tool message, in order - even when interrupted."""
-        answered = 0
-        try:
-            for call in calls:
-                if truncated:
-                    content, is_error = error_json(
-                        "not executed: your output was truncated (finish_reason 'length'), so "
-                        "these arguments may be incomplete; re-issue the call"), True
-                else:
-                    content, is_error = self.run_tool(call, turn)
-                self.append({"role": "tool", "tool_call_id": call["id"], "content": content},
-                            turn=turn, is_error=is_error)
-                answered += 1
-        finally:  # Ctrl-C, or a failing event handler, must not leave a call unanswered
-            for call in calls[answered:]:
+        """Give every call exactly one tool message, in the order of the calls."""
+        for call in calls:
+            if truncated:
+                content, is_error = error_json(
+                    "not executed: your output was truncated (finish_reason 'length'), so "
+                    "these arguments may be incomplete; re-issue the call"), True
+            else:
+                content, is_error = self.run_tool(call, turn)
+            self.append({"role": "tool", "tool_call_id": call["id"], "content": content},
+                        turn=turn, is_error=is_error)
+
+    def answer_open_calls(self) -> None:
+        """After Ctrl-C, a client error or a failing event handler: answer every call of the
+        last assistant message that has no result yet, so the history stays valid to send."""
+        last = max((i for i, m in enumerate(self.messages) if m["role"] == "assistant"),
+                   default=None)
+        if last is None:
+            return
+        answered = {m.get("tool_call_id") for m in self.messages[last + 1:]}
+        for call in self.messages[last].get("tool_calls", []):
+            if call["id"] not in answered:  # appended quietly: the handler may be what failed
                 self.messages.append({"role": "tool", "tool_call_id": call["id"],
                                       "content": error_json("not executed: interrupted")})
 
