@@ -1,0 +1,441 @@
+"""The tracer of lesson 07, loaded from the notebook itself (its `export` cells).
+
+Every test drives a real Agent on the scripted model, with the notebook's Tracer as its
+on_event handler and a FakeClock, then reads the trace file back with the notebook's loader:
+what is on disk is what is checked.
+"""
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from notebook_code import load_notebook
+
+from agent import TOOL_REGISTRY, Agent, ScriptedClient, reply, step, to_json, tool_call, trace_to
+
+nb = load_notebook("07-tracing.ipynb")
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_KEY = "test-credential-not-real-8675309"  # fake, and shaped like no real provider's key
+
+
+def make_project(folder: Path) -> Path:
+    """The same small project every time: a recording and its replay must start alike."""
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("remember the milk\n")
+    (folder / "big.log").write_text("a line of the log\n" * 10_000)  # 180,000 characters
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """tmp_path/project, made the working directory; traces are written beside it."""
+    folder = make_project(tmp_path / "project")
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def traced(script, folder, clock=None, **options):
+    """An Agent on `script` whose events go to a Tracer writing into `folder`."""
+    clock = clock or nb.FakeClock()
+    tracer = nb.Tracer(folder, clock=clock)
+    bot = Agent(ScriptedClient(script), "scripted-demo", on_event=tracer, **options)
+    return bot, tracer
+
+
+def never_done(messages):
+    return tool_call("list_files", path=".")
+
+
+def fails_with(exc):
+    def fail(messages):
+        raise exc
+    return fail
+
+
+# --- a complete trace --------------------------------------------------------------------
+
+
+def test_a_trace_is_complete_with_turns_ids_durations_and_usage(project, tmp_path):
+    clock = nb.FakeClock()
+    tracer = nb.Tracer(tmp_path / "traces", clock=clock)
+    client = nb.with_latency(ScriptedClient([
+        tool_call("list_files", path="."),
+        [tool_call("read_file", path="notes.txt"), tool_call("read_file", path="nope.txt")],
+        reply("There is a note about milk."),
+    ]), clock)
+    registry = nb.with_tool_time(TOOL_REGISTRY, clock, seconds=0.25)
+    bot = Agent(client, "scripted-demo", registry=registry, on_event=tracer)
+    bot.chat("What is in this folder?")
+
+    run = nb.load_trace(tracer.paths[0])
+    types = [r["type"] for r in run]
+    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    assert run[-1]["stop_reason"] == "done" and run[-1]["answer"] == "There is a note about milk."
+    assert nb.trace_problems(run) == []
+    raw = [json.loads(line) for line in tracer.paths[0].read_text().splitlines()]
+    assert all(isinstance(r["time"], float) and isinstance(r["turn"], int) for r in raw)
+
+    # every tool execution has its end, and its tool message, under the same id, in order
+    starts = [r["tool_call_id"] for r in run if r["type"] == "tool_execution_start"]
+    ends = [r["tool_call_id"] for r in run if r["type"] == "tool_execution_end"]
+    answers = [r["message"]["tool_call_id"] for r in run
+               if r["type"] == "message_end" and r["message"]["role"] == "tool"]
+    assert starts == ends == answers == ["call_1", "call_2", "call_3"]
+    assert [r["is_error"] for r in run if r["type"] == "tool_execution_end"] == [False, False, True]
+
+    # turns are 1, 2, 3 and never go back; time never goes back either
+    assert [r["turn"] for r in run if r["type"] == "turn_start"] == [1, 2, 3]
+    assert all(a["turn"] <= b["turn"] and a["time"] <= b["time"] for a, b in pairwise(run))
+
+    # durations come from the tracer's clock: exact with a fake one
+    assert all(r["duration"] == pytest.approx(0.25) for r in run
+               if r["type"] == "tool_execution_end")
+    for s in nb.spans(run):
+        assert s["closing"]["duration"] == pytest.approx(s["end"] - s["start"])
+    assert run[-1]["duration"] == pytest.approx(clock.now - run[0]["time"])
+
+    # usage per turn is what the (scripted) provider reported, and the totals are its sum
+    expected = [len(to_json(request)) // 4 for request in client.requests]  # its formula
+    rows = nb.turn_usage(run)
+    assert [row["prompt_tokens"] for row in rows] == expected
+    assert [row["messages"] for row in rows] == [2, 4, 7]
+    totals = nb.totals(run)
+    assert totals["prompt_tokens"] == sum(expected)
+    assert totals["prompt_tokens"] + totals["completion_tokens"] == sum(
+        r["usage"]["total_tokens"] for r in run if r.get("usage"))
+    assert totals["cost"] == pytest.approx(sum(row["cost"] for row in rows))
+    assert totals["cost"] == pytest.approx(
+        (totals["prompt_tokens"] * 0.40 + totals["completion_tokens"] * 1.60) / 1e6)
+    assert (totals["turns"], totals["tool_calls"], totals["tool_errors"]) == (3, 3, 1)
+    assert totals["wall_time"] == pytest.approx(totals["model_time"] + totals["tool_time"])
+    assert "done, turns: 3" in nb.summary(run)
+    assert f"tokens: {totals['prompt_tokens']:,} in" in nb.summary(run)
+
+
+def test_one_file_per_run(project, tmp_path):
+    bot, tracer = traced([reply("one"), reply("two")], tmp_path / "traces")
+    bot.chat("first")
+    bot.chat("second")
+    assert [p.name for p in tracer.paths] == ["run-001.jsonl", "run-002.jsonl"]
+    for path, answer in zip(tracer.paths, ["one", "two"], strict=True):
+        run = nb.load_trace(path)
+        assert [r["type"] for r in run].count("agent_start") == 1
+        assert run[-1]["answer"] == answer and nb.trace_problems(run) == []
+    again = nb.Tracer(tmp_path / "traces")  # a new tracer never overwrites an old run
+    again({"type": "agent_start", "model": "m"})
+    assert again.paths[0].name == "run-003.jsonl"
+
+
+def test_the_tracer_writes_trace_to_lines_with_fields_added(project, tmp_path):
+    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+    plain = trace_to(str(tmp_path / "plain.jsonl"))
+
+    def both(event):
+        plain(event)
+        tracer(event)
+
+    script = [tool_call("read_file", path="notes.txt"), reply("milk")]
+    Agent(ScriptedClient(script), "scripted-demo", on_event=both).chat("read the note")
+    lines = [json.loads(x) for x in (tmp_path / "plain.jsonl").read_text().splitlines()]
+    ours = [json.loads(x) for x in tracer.paths[0].read_text().splitlines()]
+    assert [x["type"] for x in ours] == [x["type"] for x in lines]
+    for theirs, mine in zip(lines, ours, strict=True):
+        assert set(theirs) <= set(mine)  # the same line, with fields added
+        assert {k: v for k, v in theirs.items() if k not in ("time", "duration")} == {
+            k: v for k, v in mine.items() if k in theirs and k not in ("time", "duration")}
+    # and the loader reads agent.py's own trace file the same way
+    assert [r["turn"] for r in nb.load_trace(tmp_path / "plain.jsonl")] == [x["turn"] for x in ours]
+
+
+# --- what must never be written ------------------------------------------------------------
+
+
+def test_no_secret_is_written(project, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    (project / ".env").write_text(f"OPENAI_API_KEY={FAKE_KEY}\n")
+    bot, tracer = traced([
+        tool_call("read_file", path=".env"),  # a tool result holding the key
+        tool_call("edit_file", path="copy.env", old_str="", new_str=FAKE_KEY),  # an argument
+        fails_with(RuntimeError(f"401: Incorrect API key provided: {FAKE_KEY}")),  # an error
+    ], tmp_path / "traces")
+    with pytest.raises(RuntimeError):
+        bot.chat(f"My key is {FAKE_KEY}; is it in .env?")  # and the user's own message
+    text = tracer.paths[0].read_text()
+    assert FAKE_KEY not in text
+    assert text.count("[redacted OPENAI_API_KEY]") >= 5
+    run = nb.load_trace(tracer.paths[0])
+    assert run[-1]["stop_reason"] == "error"
+    assert run[-1]["error"] == "RuntimeError: 401: Incorrect API key provided: " \
+                               "[redacted OPENAI_API_KEY]"
+    assert FAKE_KEY in bot.messages[3]["content"]  # the agent itself is not changed
+
+
+def test_which_environment_variables_count_as_secrets():
+    environ = {"OPENAI_API_KEY": "ollama", "GITHUB_TOKEN": "t" * 20, "DB_PASSWORD": "p" * 12,
+               "AWS_SECRET_ACCESS_KEY": "a" * 40, "hf_token": "h" * 30,
+               "PIP_KEYRING_PROVIDER": "disabled", "TOKENIZERS_PARALLELISM": "false-ish",
+               "PATH": "/usr/bin:/bin", "HOME": "/home/someone"}
+    assert sorted(nb.env_secrets(environ)) == [
+        "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GITHUB_TOKEN", "hf_token"]
+
+
+def test_huge_outputs_are_recorded_as_preview_length_and_hash(project, tmp_path):
+    bot, tracer = traced([tool_call("read_file", path="big.log"), reply("a long log")],
+                         tmp_path / "traces")
+    bot.chat("read big.log")
+    full = bot.messages[3]["content"]  # what the model got: bounded by agent.py
+    assert 20_000 < len(full) < 21_000
+    run = nb.load_trace(tracer.paths[0])
+    result = next(r["result"] for r in run if r["type"] == "tool_execution_end")
+    assert result == {"preview": full[:nb.PREVIEW], "chars": len(full),
+                      "sha256": hashlib.sha256(full.encode()).hexdigest()[:16]}
+    assert next(r["message"]["content"] for r in run if r["type"] == "message_end"
+                and r["message"]["role"] == "tool") == result
+    text = tracer.paths[0].read_text()
+    assert len(text) < 8_000 and "a line of the log\\n" * 20 not in text
+    assert "output truncated" not in text  # the bound's note is in the tail, never written
+
+    whole = nb.Tracer(tmp_path / "whole", max_chars=100_000)  # the limit is a parameter
+    Agent(ScriptedClient([tool_call("read_file", path="big.log"), reply("ok")]),
+          "scripted-demo", on_event=whole).chat("read big.log")
+    assert full in [r.get("result") for r in nb.load_trace(whole.paths[0])]
+
+
+# --- runs that end badly -----------------------------------------------------------------
+
+
+def test_a_run_that_hits_max_turns(project, tmp_path):
+    bot, tracer = traced([never_done] * 10, tmp_path / "traces", max_turns=3)
+    bot.chat("tidy up")
+    run = nb.load_trace(tracer.paths[0])
+    assert run[-1]["type"] == "agent_end" and run[-1]["stop_reason"] == "max_turns"
+    assert [r["turn"] for r in run if r["type"] == "turn_start"] == [1, 2, 3]
+    assert nb.trace_problems(run) == []
+    assert nb.totals(run)["turns"] == 3 and nb.totals(run)["tool_calls"] == 3
+    assert "max_turns, turns: 3" in nb.summary(run)
+
+
+def test_a_run_where_the_client_raises(project, tmp_path):
+    clock = nb.FakeClock()
+
+    def timeout(messages):
+        clock.advance(30)
+        raise TimeoutError("no answer in 30 s")
+
+    bot, tracer = traced([tool_call("list_files", path="."), timeout], tmp_path / "traces",
+                         clock=clock)
+    with pytest.raises(TimeoutError):
+        bot.chat("what is here?")
+    run = nb.load_trace(tracer.paths[0])
+    assert run[-1]["type"] == "agent_end" and run[-1]["stop_reason"] == "error"
+    assert run[-1]["error"] == "TimeoutError: no answer in 30 s"
+    assert nb.trace_problems(run) == []
+    model_calls = [s for s in nb.spans(run) if s["kind"] == "model"]
+    assert [(s["turn"], s["error"]) for s in model_calls] == [(1, False), (2, True)]
+    assert model_calls[1]["end"] - model_calls[1]["start"] == pytest.approx(30)
+    assert model_calls[1]["closing"] is None  # it never closed: it ends with the run
+    assert "error: TimeoutError: no answer in 30 s" in nb.summary(run)
+    assert nb.totals(run)["stop_reason"] == "error"
+
+
+def test_tool_errors_are_recorded(project, tmp_path):
+    bot, tracer = traced([
+        tool_call("delete_everything", path="."),
+        tool_call("read_file", raw_arguments='{"path": "notes.txt"'),
+        tool_call("read_file", path="missing.txt"),
+        step(tool_call("edit_file", raw_arguments='{"path": "x.txt", "old_'),
+             finish_reason="length"),
+        reply("I give up."),
+    ], tmp_path / "traces")
+    bot.chat("try things")
+    run = nb.load_trace(tracer.paths[0])
+    executed = [(r["name"], r["is_error"]) for r in run if r["type"] == "tool_execution_end"]
+    assert executed == [("delete_everything", True), ("read_file", True), ("read_file", True)]
+    results = [r for r in run if r["type"] == "message_end" and r["message"]["role"] == "tool"]
+    assert [r["is_error"] for r in results] == [True] * 4  # the truncated call was not run
+    assert "not executed" in results[3]["message"]["content"]
+    assert nb.trace_problems(run) == []
+    totals = nb.totals(run)
+    assert (totals["tool_calls"], totals["tool_errors"]) == (4, 4)
+    assert "tool calls: 4 (4 failed)" in nb.summary(run)
+    assert sum(s["error"] for s in nb.spans(run) if s["kind"] == "tool") == 3
+
+
+def test_trace_problems_notices_what_is_missing(project, tmp_path):
+    bot, tracer = traced([tool_call("list_files", path="."), reply("ok")], tmp_path / "traces")
+    bot.chat("look")
+    run = nb.load_trace(tracer.paths[0])
+    assert nb.trace_problems(run) == []
+    assert nb.trace_problems(run[:-1]) == ["the trace does not end with agent_end"]
+    no_end = [r for r in run if r["type"] != "tool_execution_end"]
+    assert "tool call call_1 started but never ended" in nb.trace_problems(no_end)
+    no_result = [r for r in run if r.get("message", {}).get("role") != "tool"]
+    assert nb.trace_problems(no_result) == ["tool calls ['call_1'] but tool results []"]
+    skipped = [r for r in run if not (r["type"] == "turn_start" and r["turn"] == 1)]
+    assert nb.trace_problems(skipped) == ["turns are numbered [2], not 1, 2, 3, ..."]
+    silent = run[:-1] + [{**run[-1], "stop_reason": "error"}]
+    assert nb.trace_problems(silent) == ["the run failed but its error is not recorded"]
+
+
+# --- record, then replay -----------------------------------------------------------------
+
+
+def session_script():
+    """Three runs on one agent: rich messages, a model call that fails, a truncated call."""
+    return [
+        # run 1: text beside calls, reasoning_content, parallel calls, malformed arguments
+        step(tool_call("list_files", path="."), content="Looking first.",
+             reasoning_content="Start with the folder."),
+        [tool_call("read_file", path="notes.txt"), tool_call("read_file", path="big.log")],
+        tool_call("read_file", raw_arguments="{'path': 'notes.txt'}"),
+        tool_call("edit_file", path="todo.txt", old_str="", new_str="buy milk\n"),
+        reply("Wrote todo.txt.", reasoning_content="Done."),
+        # run 2: the model call of turn 2 fails
+        tool_call("read_file", path="todo.txt"),
+        fails_with(ConnectionError("connection reset by peer")),
+        # run 3: a response cut off by the length limit (its call is not run), then an answer
+        step(tool_call("edit_file", raw_arguments='{"path": "todo.txt", "old_s'),
+             finish_reason="length"),
+        reply("Sorry, my output was cut off.", finish_reason="stop"),
+    ]
+
+
+TASKS = ["Note what to buy.", "Read it back.", "Change it."]
+
+
+def record_session(folder: Path, traces: Path):
+    bot, tracer = traced(session_script(), traces)
+    for task in TASKS:
+        try:
+            bot.chat(task)
+        except ConnectionError:
+            pass
+    return bot, [r for path in tracer.paths for r in nb.load_trace(path)]
+
+
+def test_record_then_replay_gives_the_same_history(project, tmp_path, monkeypatch):
+    bot, records = record_session(project, tmp_path / "traces")
+    assert [run[-1]["stop_reason"] for run in nb.split_runs(records)] == ["done", "error", "done"]
+
+    script = nb.replay_script(records)
+    assert script[0]["extras"]["reasoning_content"] == "Start with the folder."
+    assert script[0]["content"] == "Looking first."
+    assert script[2]["extras"]["tool_calls"][0]["function"]["arguments"] == \
+        "{'path': 'notes.txt'}"  # the exact raw arguments, malformed as they were
+    assert script[7]["finish_reason"] == "length"
+    assert callable(script[6])  # where the recorded call failed, the replay fails too
+    assert nb.recorded_tasks(records) == TASKS
+
+    monkeypatch.chdir(make_project(tmp_path / "replay"))
+    again = nb.replay(records)
+    assert again.messages == bot.messages
+    assert again.client.requests == bot.client.requests  # every request, byte for byte
+    assert nb.history_differences(records, again.messages) == []
+    assert (tmp_path / "replay" / "todo.txt").read_text() == "buy milk\n"
+
+
+def test_a_replay_notices_when_the_host_changed(project, tmp_path, monkeypatch):
+    bot, records = record_session(project, tmp_path / "traces")
+    monkeypatch.chdir(make_project(tmp_path / "replay"))
+    changed = nb.replay(records, max_tool_output=5_000)  # someone lowered the bound
+    differences = nb.history_differences(records, changed.messages)
+    assert len(differences) == 1 and differences[0].startswith("message 6 (tool): recorded 20,")
+
+    monkeypatch.chdir(make_project(tmp_path / "replay-2"))
+    hidden = {**TOOL_REGISTRY, "list_files": lambda path=".": {"path": path, "files": []}}
+    differences = nb.history_differences(records, nb.replay(records, registry=hidden).messages)
+    assert len(differences) == 1 and differences[0].startswith("message 3 (tool): recorded")
+    assert differences[0].endswith('now "{\\"path\\": \\".\\", \\"files\\": []}"')
+
+
+def test_replay_of_a_run_that_hit_max_turns(project, tmp_path, monkeypatch):
+    bot, tracer = traced([never_done] * 10, tmp_path / "traces", max_turns=2)
+    bot.chat("tidy up")
+    records = nb.load_trace(tracer.paths[0])
+    monkeypatch.chdir(make_project(tmp_path / "replay"))
+    again = nb.replay(records)  # max_turns is taken from the trace
+    assert again.stop_reason == "max_turns" and again.messages == bot.messages
+
+
+# --- the command line's trace, jq, the chart, OpenTelemetry -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_trace(tmp_path_factory):
+    """The trace of `python agent.py --demo --trace FILE`: four runs in one file."""
+    path = tmp_path_factory.mktemp("cli") / "demo.jsonl"
+    done = subprocess.run([sys.executable, "agent.py", "--demo", "--trace", str(path), "-q"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def test_the_cli_trace_is_read_by_the_loader_and_summary(cli_trace, tmp_path, monkeypatch):
+    records = nb.load_trace(cli_trace)
+    runs = nb.split_runs(records)
+    assert len(runs) == 4
+    assert all(nb.trace_problems(run) == [] for run in runs)
+    assert all(isinstance(r["turn"], int) for r in records)  # filled in where agent.py has none
+    text = nb.summary(records)
+    assert [line.split(":")[0] for line in text.splitlines() if line.startswith("run")] == [
+        "run 1 (scripted-demo)", "run 2 (scripted-demo)", "run 3 (scripted-demo)",
+        "run 4 (scripted-demo)"]
+    assert text.splitlines()[-1].startswith("total: 4 runs, turns: 9, tool calls: 5 (1 failed)")
+    assert "cost: $" in text
+    # and it replays offline: the demo starts in an empty folder
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    assert nb.history_differences(records, nb.replay(records).messages) == []
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
+def test_jq_reads_the_trace(project, tmp_path):
+    bot, tracer = traced([tool_call("list_files", path="."), reply("ok")], tmp_path / "traces")
+    bot.chat("look")
+    path = str(tracer.paths[0])
+    query = 'select(.type == "tool_execution_end") | {turn, name, is_error, duration}'
+    out = subprocess.run(["jq", "-c", query, path], capture_output=True, text=True, timeout=10)
+    assert [json.loads(line) for line in out.stdout.splitlines()] == [
+        {"turn": 1, "name": "list_files", "is_error": False, "duration": 0.0}]
+    out = subprocess.run(["jq", "-s", "map(.usage.prompt_tokens // 0) | add", path],
+                         capture_output=True, text=True, timeout=10)
+    assert int(out.stdout) == nb.totals(nb.load_trace(path))["prompt_tokens"]
+
+
+def test_the_timeline_chart_draws_every_model_call_and_tool(project, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bot, tracer = traced([[tool_call("list_files", path="."), tool_call("read_file", path="x")],
+                          reply("ok")], tmp_path / "traces")
+    bot.chat("look")
+    fig = nb.plot_timeline(nb.load_trace(tracer.paths[0]))
+    lanes, tokens = fig.axes
+    assert len(lanes.collections) == 2 + 2  # two model calls, two tool executions
+    assert len(tokens.patches) == 2  # a prompt bar per model call
+    plt.close(fig)
+
+
+def test_opentelemetry_spans_use_the_genai_names(project, tmp_path):
+    bot, tracer = traced([tool_call("read_file", path="missing.txt"), reply("no such file")],
+                         tmp_path / "traces")
+    bot.chat("read missing.txt")
+    run = nb.load_trace(tracer.paths[0])
+    spans = nb.otel_spans(run)
+    assert [s["name"] for s in spans] == ["invoke_agent agent-from-zero", "chat scripted-demo",
+                                          "execute_tool read_file", "chat scripted-demo"]
+    tool = spans[2]["attributes"]
+    assert tool == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_file",
+                    "gen_ai.tool.call.id": "call_1", "gen_ai.tool.type": "function",
+                    "error.type": "tool_error"}
+    chats = [s["attributes"] for s in spans if s["name"].startswith("chat")]
+    assert sum(a["gen_ai.usage.input_tokens"] for a in chats) == nb.totals(run)["prompt_tokens"]
+    assert chats[-1]["gen_ai.response.finish_reasons"] == ["stop"]
