@@ -1,0 +1,421 @@
+"""The workspace jail of lesson 05, attacked: every escape is refused, ordinary work still works.
+
+The code under test is the notebook's own (cells tagged "export"), loaded with load_notebook.
+Each attack is its own case, and a case fails if anything outside the workspace was read,
+created or changed: the "outside" folder is snapshot before and after, and the secret it holds
+must not appear in any answer.
+"""
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from notebook_code import load_notebook
+
+import agent
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox uses POSIX calls")
+
+nb = load_notebook("05-sandbox.ipynb")
+SECRET = nb.SECRET
+ESCAPE = "path escapes the workspace"
+INVALID = "invalid path"
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """nb.build_lab's workspace and outside folder, plus more traps and ordinary files."""
+    root = Path(os.path.realpath(tmp_path))
+    workspace, outside = nb.build_lab(root)
+    extra_links = {
+        "outdir-abs": outside,  # a folder outside, absolute target
+        "uplink": Path(".."),  # the root's parent
+        "notes/up2": Path("../.."),  # the same, from a nested folder
+        "selflink": Path("."),  # the root itself: harmless, but ".." after it is not
+        "insidelink": Path("notes"),  # a folder inside: harmless
+        "absinside": workspace / "notes",  # a folder inside, absolute target: harmless
+        "loop1": Path("loop2"),
+        "loop2": Path("loop1"),
+        "chain-dangle": Path("drop.txt"),  # a chain that ends in a dangling link outside
+        "procroot": Path("/proc/self/root"),  # "/" in disguise (on Linux)
+    }
+    for name, target in extra_links.items():
+        (workspace / name).symlink_to(target)
+    (workspace / "notes" / "deep").mkdir()
+    (workspace / "notes" / "deep" / "deeper.md").write_text("deep\n")
+    for name in ["..dots.txt", "with space.md", "笔记.md", "~notes.md"]:
+        (workspace / name).write_text(f"{name}\n")
+    (workspace / "binary.bin").write_bytes(b"\xff\xfe\x00")
+    os.mkfifo(workspace / "fifo")
+    tools, registry = nb.sandbox_tools(workspace, timeout=2)
+    return SimpleNamespace(root=root, workspace=workspace, outside=outside, tools=tools,
+                           registry=registry)
+
+
+def world(lab) -> dict:
+    """What an escape could change: the outside folder, the lab's top level, the home folder."""
+    home = Path.home()
+    planted = sorted(p.name for p in home.glob("*planted*")) if home.is_dir() else []
+    return {"outside": nb.snapshot(lab.outside), "top": sorted(os.listdir(lab.root)),
+            "home": planted}
+
+
+def fill(value, lab):
+    if isinstance(value, str):
+        return value.format(outside=lab.outside, workspace=lab.workspace)
+    return value
+
+
+def create(path):
+    return {"path": path, "old_str": "", "new_str": "pwned"}
+
+
+def replace(path):
+    return {"path": path, "old_str": "0000", "new_str": "1234"}
+
+
+def attack(name, arguments, expected, case_id):
+    if not isinstance(arguments, dict):
+        arguments = {"path": arguments}
+    return pytest.param(name, arguments, expected, id=case_id)
+
+
+ATTACKS = [
+    # .. segments and the root's own parent
+    attack("read_file", "../outside/secret.txt", ESCAPE, "dotdot"),
+    attack("read_file", "../../../../../../../../etc/passwd", ESCAPE, "dotdot-to-etc"),
+    attack("read_file", "notes/../../outside/secret.txt", ESCAPE, "dotdot-in-the-middle"),
+    attack("read_file", "./../outside/secret.txt", ESCAPE, "dot-then-dotdot"),
+    attack("read_file", "notes/..//../outside/./secret.txt", ESCAPE, "dotdot-messy"),
+    attack("read_file", "missing/../../outside/secret.txt", ESCAPE, "dotdot-after-missing"),
+    attack("list_files", "..", ESCAPE, "root-parent"),
+    attack("list_files", "../", ESCAPE, "root-parent-slash"),
+    attack("list_files", "notes/../..", ESCAPE, "root-parent-via-notes"),
+    attack("list_files", "../outside", ESCAPE, "list-outside"),
+    attack("list_files", "../workspace/../outside", ESCAPE, "out-and-back-and-out"),
+    # absolute paths
+    attack("read_file", "/etc/passwd", ESCAPE, "absolute"),
+    attack("read_file", "//etc/passwd", ESCAPE, "absolute-double-slash"),
+    attack("read_file", "{outside}/secret.txt", ESCAPE, "absolute-outside"),
+    attack("read_file", "{workspace}/../outside/secret.txt", ESCAPE, "absolute-via-workspace"),
+    attack("list_files", "/", ESCAPE, "absolute-root"),
+    # ~
+    attack("read_file", "~/.bashrc", ESCAPE, "home"),
+    attack("list_files", "~", ESCAPE, "home-bare"),
+    attack("read_file", "~root/.profile", ESCAPE, "home-of-a-user"),
+    # symlinks inside that point outside
+    attack("read_file", "leak.txt", ESCAPE, "link-to-file-absolute"),
+    attack("read_file", "chain2", ESCAPE, "link-to-file-relative"),
+    attack("list_files", "outdir", ESCAPE, "link-to-folder"),
+    attack("list_files", "outdir-abs", ESCAPE, "link-to-folder-absolute"),
+    attack("read_file", "chain1", ESCAPE, "link-chain"),
+    attack("read_file", "outdir/secret.txt", ESCAPE, "through-linked-folder"),
+    attack("read_file", "outdir/private/id_key", ESCAPE, "through-linked-folder-deep"),
+    attack("read_file", "outdir-abs/secret.txt", ESCAPE, "through-linked-folder-absolute"),
+    attack("read_file", "uplink/outside/secret.txt", ESCAPE, "link-to-root-parent"),
+    attack("read_file", "notes/up2/outside/secret.txt", ESCAPE, "nested-link-to-root-parent"),
+    attack("read_file", "selflink/../outside/secret.txt", ESCAPE, "dotdot-after-link-to-root"),
+    attack("read_file", "insidelink/../../outside/secret.txt", ESCAPE,
+           "dotdot-after-inside-link"),
+    attack("read_file", "procroot/etc/passwd", ESCAPE, "proc-self-root"),
+    attack("read_file", "loop1", "loops", "symlink-loop"),
+    attack("read_file", "loop1/../../outside/secret.txt", None, "symlink-loop-then-dotdot"),
+    # writes: nothing may be created, changed or made outside
+    attack("edit_file", create("../outside/planted.txt"), ESCAPE, "write-dotdot"),
+    attack("edit_file", create("{outside}/planted.txt"), ESCAPE, "write-absolute"),
+    attack("edit_file", create("~/planted.txt"), ESCAPE, "write-home"),
+    attack("edit_file", create("drop.txt"), ESCAPE, "write-dangling-link"),
+    attack("edit_file", create("chain-dangle"), ESCAPE, "write-dangling-chain"),
+    attack("edit_file", create("outdir/planted.txt"), ESCAPE, "write-through-linked-folder"),
+    attack("edit_file", create("outdir/newdir/planted.txt"), ESCAPE,
+           "mkdir-through-linked-folder"),
+    attack("edit_file", create("newdir/../../outside/planted.txt"), ESCAPE,
+           "write-dotdot-after-new-folder"),
+    attack("edit_file", create("uplink/planted.txt"), ESCAPE, "write-into-root-parent"),
+    attack("edit_file", create("leak.txt"), ESCAPE, "overwrite-through-link"),
+    attack("edit_file", replace("leak.txt"), ESCAPE, "replace-through-link"),
+    attack("edit_file", replace("chain1"), ESCAPE, "replace-through-chain"),
+    attack("edit_file", replace("../outside/secret.txt"), ESCAPE, "replace-dotdot"),
+    attack("edit_file", create(".."), ESCAPE, "write-root-parent"),
+    # NUL bytes and other invalid names
+    attack("read_file", "notes/todo.md\x00.png", INVALID, "nul"),
+    attack("read_file", "\x00", INVALID, "nul-only"),
+    attack("edit_file", create("a\x00/../../outside/planted.txt"), INVALID, "write-nul"),
+    attack("read_file", "notes/\n.md", INVALID, "newline"),
+    attack("read_file", "notes/\ud800", INVALID, "lone-surrogate"),
+    attack("read_file", "", INVALID, "empty"),
+    attack("read_file", 123, INVALID, "not-a-string"),
+    attack("read_file", "x" * 300, None, "name-too-long"),
+    attack("edit_file", create("x" * 300 + "/a.txt"), None, "write-name-too-long"),
+]
+
+
+@pytest.mark.parametrize(("name", "arguments", "expected"), ATTACKS)
+def test_attack_is_blocked(lab, name, arguments, expected):
+    arguments = {key: fill(value, lab) for key, value in arguments.items()}
+    before = world(lab)
+    blocked, answer = nb.attempt(lab.registry, name, **arguments)
+    assert blocked, answer
+    assert answer.startswith(f"{name}: ")
+    if expected:
+        assert expected in answer
+    assert SECRET not in answer  # nothing outside was read...
+    assert world(lab) == before  # ...created or changed
+    assert (lab.outside / "secret.txt").read_text() == SECRET + "\n"
+    given = arguments["path"] if isinstance(arguments["path"], str) else ""
+    assert str(lab.root) not in answer.replace(given, "")  # no machine path of ours
+
+
+def ok(name, arguments, path, case_id):
+    return pytest.param(name, arguments, path, id=case_id)
+
+
+ORDINARY = [
+    ok("read_file", {"path": "notes/todo.md"}, "notes/todo.md", "nested"),
+    ok("read_file", {"path": "./notes/todo.md"}, "notes/todo.md", "dot-slash"),
+    ok("read_file", {"path": "notes/../notes/todo.md"}, "notes/todo.md", "dotdot-inside"),
+    ok("read_file", {"path": "notes//todo.md"}, "notes/todo.md", "double-slash"),
+    ok("read_file", {"path": "notes/deep/deeper.md"}, "notes/deep/deeper.md", "deeper"),
+    ok("read_file", {"path": "todo-link.md"}, "notes/todo.md", "link-inside"),
+    ok("read_file", {"path": "insidelink/todo.md"}, "notes/todo.md", "linked-folder-inside"),
+    ok("read_file", {"path": "absinside/todo.md"}, "notes/todo.md", "absolute-link-inside"),
+    ok("read_file", {"path": "selflink/notes/todo.md"}, "notes/todo.md", "link-to-root"),
+    ok("read_file", {"path": "..dots.txt"}, "..dots.txt", "name-starting-with-dots"),
+    ok("read_file", {"path": "with space.md"}, "with space.md", "space"),
+    ok("read_file", {"path": "笔记.md"}, "笔记.md", "unicode"),
+    ok("read_file", {"path": "./~notes.md"}, "~notes.md", "tilde-name-spelled-safely"),
+    ok("list_files", {}, ".", "list-default"),
+    ok("list_files", {"path": "."}, ".", "list-root"),
+    ok("list_files", {"path": "notes/"}, "notes", "list-nested"),
+    ok("list_files", {"path": "selflink"}, ".", "list-link-to-root"),
+    ok("edit_file", {"path": "a/b/c/new.md", "old_str": "", "new_str": "x"}, "a/b/c/new.md",
+       "create-with-folders"),
+    ok("edit_file", {"path": "insidelink/new.md", "old_str": "", "new_str": "x"},
+       "notes/new.md", "create-through-inside-link"),
+    ok("edit_file", {"path": "notes/todo.md", "old_str": "write", "new_str": "wrote"},
+       "notes/todo.md", "replace"),
+    ok("edit_file", {"path": "notes/todo.md", "old_str": "", "new_str": "new\n"},
+       "notes/todo.md", "overwrite"),
+]
+
+
+@pytest.mark.parametrize(("name", "arguments", "path"), ORDINARY)
+def test_ordinary_work_is_allowed(lab, name, arguments, path):
+    before = world(lab)
+    blocked, answer = nb.attempt(lab.registry, name, **arguments)
+    assert not blocked, answer
+    assert f'"path": "{path}"' in answer  # the path as the workspace sees it
+    assert str(lab.root) not in answer
+    assert world(lab) == before
+
+
+def test_writes_land_where_they_should(lab):
+    call = lab.registry["edit_file"]
+    assert call("a/b/c/new.md", "", "x") == {"path": "a/b/c/new.md", "action": "created"}
+    assert (lab.workspace / "a" / "b" / "c" / "new.md").read_text() == "x"
+    assert call("insidelink/n.md", "", "y")["path"] == "notes/n.md"
+    assert (lab.workspace / "notes" / "n.md").read_text() == "y"
+    assert call("notes/todo.md", "write", "wrote")["action"] == "edited"
+    assert (lab.workspace / "notes" / "todo.md").read_text().startswith("- wrote the lesson")
+
+
+def test_list_shows_links_as_links_without_following_them(lab):
+    files = {f["name"]: f["type"] for f in lab.registry["list_files"]()["files"]}
+    assert files["notes"] == "dir" and files["笔记.md"] == "file"
+    assert files["leak.txt"] == files["outdir"] == files["drop.txt"] == "link"
+    assert files["loop1"] == "link"
+    assert list(files) == sorted(files)
+
+
+def test_errors_name_workspace_paths_only(lab):
+    cases = [
+        ("read_file", {"path": "notes/missing.md"}, "no such file or directory: notes/missing.md"),
+        ("read_file", {"path": "notes"}, "notes is a directory, not a file (use list_files)"),
+        ("list_files", {"path": "notes/todo.md"}, "notes/todo.md is a file, not a directory"),
+        ("list_files", {"path": "nowhere"}, "no such file or directory: nowhere"),
+        ("read_file", {"path": "binary.bin"}, "binary.bin is not a UTF-8 text file"),
+        ("read_file", {"path": "notes/todo.md/x"}, "notes/todo.md/x: Not a directory"),
+        ("edit_file", {"path": "notes", "old_str": "", "new_str": "x"}, "notes is a directory"),
+        ("edit_file", {"path": "notes/todo.md", "old_str": "nope", "new_str": "x"},
+         "found 0 (read the file again)"),
+        ("edit_file", {"path": "notes/todo.md", "old_str": "the", "new_str": "x"},
+         "found 2 (add surrounding lines"),
+        ("edit_file", {"path": "notes/missing.md", "old_str": "a", "new_str": "b"},
+         "no such file or directory: notes/missing.md"),
+    ]
+    for name, arguments, expected in cases:
+        blocked, answer = nb.attempt(lab.registry, name, **arguments)
+        assert blocked and expected in answer, answer
+        assert str(lab.root) not in answer
+
+
+def test_special_files_do_not_hang_the_agent(lab):
+    """A FIFO (which a shell command can make) would block a plain open() forever."""
+    blocked, answer = nb.attempt(lab.registry, "read_file", path="fifo")
+    assert blocked and "fifo is not a regular file" in answer
+    blocked, answer = nb.attempt(lab.registry, "edit_file", path="fifo", old_str="", new_str="x")
+    assert blocked and answer.startswith("edit_file: fifo:")
+    blocked, answer = nb.attempt(lab.registry, "list_files", path="fifo")
+    assert blocked and "not a directory" in answer
+
+
+def test_tools_do_not_depend_on_the_current_directory(lab, monkeypatch):
+    monkeypatch.chdir(lab.outside)
+    assert lab.registry["read_file"]("notes/todo.md")["path"] == "notes/todo.md"
+    blocked, _ = nb.attempt(lab.registry, "read_file", path="secret.txt")
+    assert blocked  # secret.txt is in the current directory, but not in the workspace
+
+
+# --- Time of check to time of use: the tree changes between resolve_in and the open ------
+
+
+def racing(monkeypatch, swap):
+    """Make resolve_in run `swap` once, right after its check: an attacker's perfect timing."""
+    check, done = nb.resolve_in, []
+
+    def resolve_then_swap(root, path):
+        real = check(root, path)
+        if not done:
+            done.append(swap())
+        return real
+
+    monkeypatch.setattr(nb, "resolve_in", resolve_then_swap)
+
+
+def test_file_swapped_for_a_link_after_the_check(lab, monkeypatch):
+    target = lab.workspace / "notes" / "todo.md"
+
+    def swap():
+        target.unlink()
+        target.symlink_to(lab.outside / "secret.txt")
+
+    racing(monkeypatch, swap)
+    before = world(lab)
+    blocked, answer = nb.attempt(lab.registry, "edit_file", path="notes/todo.md", old_str="",
+                                 new_str="pwned")
+    assert blocked and "loops or changed" in answer
+    assert world(lab) == before
+
+
+def test_file_swapped_for_a_link_before_a_read(lab, monkeypatch):
+    target = lab.workspace / "notes" / "todo.md"
+
+    def swap():
+        target.unlink()
+        target.symlink_to(lab.outside / "secret.txt")
+
+    racing(monkeypatch, swap)
+    blocked, answer = nb.attempt(lab.registry, "read_file", path="notes/todo.md")
+    assert blocked and SECRET not in answer
+
+
+def test_folder_swapped_for_a_link_after_the_check(lab, monkeypatch):
+    folder = lab.workspace / "notes" / "deep"
+
+    def swap():
+        (folder / "deeper.md").unlink()
+        folder.rmdir()
+        folder.symlink_to(lab.outside)
+
+    racing(monkeypatch, swap)
+    before = world(lab)
+    blocked, answer = nb.attempt(lab.registry, "edit_file", path="notes/deep/planted.txt",
+                                 old_str="", new_str="pwned")
+    assert blocked, answer
+    assert world(lab) == before
+
+
+def test_new_folder_swapped_for_a_link_after_the_check(lab, monkeypatch):
+    """The folder does not exist at the check; the attacker makes it a link before mkdir."""
+    racing(monkeypatch, lambda: (lab.workspace / "fresh").symlink_to(lab.outside))
+    before = world(lab)
+    blocked, _ = nb.attempt(lab.registry, "edit_file", path="fresh/planted.txt", old_str="",
+                            new_str="pwned")
+    assert blocked
+    assert world(lab) == before
+
+
+def test_a_hard_link_is_a_known_gap(lab):
+    """What the lesson says a path check cannot see: a hard link IS the file, not a pointer.
+    (The file tools cannot make one; a shell command or another user could.)"""
+    os.link(lab.outside / "secret.txt", lab.workspace / "hard.txt")
+    blocked, answer = nb.attempt(lab.registry, "read_file", path="hard.txt")
+    assert not blocked and SECRET in answer
+
+
+# --- Risk levels ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("risks", [("read",), ("read", "write"), ("read", "write", "execute"),
+                                   ("execute",), ()])
+def test_sandbox_tools_hands_out_only_the_levels_asked_for(tmp_path, risks):
+    tools, registry = nb.sandbox_tools(tmp_path, risks)
+    agent.check_tools(tools, registry)
+    assert {nb.RISK[name] for name in registry} == set(risks)
+    assert [t["function"]["name"] for t in tools] == list(registry)
+    for tool in tools:  # the file tools' schemas are agent.py's own
+        if tool["function"]["name"] != "run_command":
+            assert tool in agent.TOOLS
+
+
+def test_unknown_risk_level_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown risk levels"):
+        nb.sandbox_tools(tmp_path, ("read", "admin"))
+
+
+def test_read_only_agent_cannot_change_anything(lab):
+    tools, registry = nb.sandbox_tools(lab.workspace, risks=("read",))
+    client = agent.ScriptedClient([
+        agent.tool_call("list_files"),
+        agent.tool_call("edit_file", path="notes/todo.md", old_str="", new_str="gone"),
+        agent.tool_call("run_command", command="rm -rf notes"),
+        agent.reply("I could only look."),
+    ])
+    before = nb.snapshot(lab.workspace / "notes")
+    bot = agent.Agent(client, "scripted", tools=tools, registry=registry, on_event=None)
+    assert bot.chat("Clean up.") == "I could only look."
+    assert [t["function"]["name"] for t in client.requests[0]["tools"]] == ["read_file",
+                                                                             "list_files"]
+    errors = [m["content"] for m in bot.messages if m["role"] == "tool"][1:]
+    assert all("unknown tool; the tools are: list_files, read_file" in e for e in errors)
+    assert nb.snapshot(lab.workspace / "notes") == before
+
+
+# --- Prompt injection --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("risks", [("read",), ("read", "write", "execute")])
+def test_prompt_injection_is_tried_and_refused(lab, risks):
+    tools, registry = nb.sandbox_tools(lab.workspace, risks, timeout=2)
+    before = world(lab)
+    bot = agent.Agent(agent.ScriptedClient(nb.gullible_script()), "scripted", tools=tools,
+                      registry=registry, system_prompt=nb.SANDBOX_PROMPT, on_event=None)
+    bot.chat("Summarize docs/NOTES.md for me.")
+    assert bot.stop_reason == "done"
+    calls = [m["tool_calls"][0]["function"]["name"] for m in bot.messages if m.get("tool_calls")]
+    assert calls == ["read_file", "read_file", "run_command"]  # it was fooled, twice
+    assert bot.messages[5]["content"] == agent.error_json(
+        "read_file: path escapes the workspace: ../outside/secret.txt")  # an observation
+    if "execute" in risks:
+        assert json.loads(bot.messages[7]["content"]) == {"exit_code": 1, "output": ""}
+    else:
+        assert "unknown tool" in bot.messages[7]["content"]
+    assert not any(SECRET in m["content"] for m in bot.messages)
+    assert world(lab) == before
+
+
+def test_without_the_sandbox_the_same_injection_leaks(lab, monkeypatch):
+    """The premise of the lesson: agent.py's plain tools follow the file's orders out."""
+    monkeypatch.chdir(lab.workspace)
+    bot = agent.Agent(agent.ScriptedClient(nb.gullible_script()), "scripted", on_event=None)
+    bot.chat("Summarize docs/NOTES.md for me.")
+    assert SECRET in bot.messages[5]["content"]
+
+
+def test_export_cells_only_define(tmp_path, monkeypatch):
+    """Loading the notebook's definitions runs no demo: no chdir, no files, no output."""
+    monkeypatch.chdir(tmp_path)
+    load_notebook("05-sandbox.ipynb")
+    assert Path.cwd() == tmp_path and list(tmp_path.iterdir()) == []

@@ -1,0 +1,206 @@
+"""The bounded shell tool of lesson 05 (run_command), against the notebook's own definition.
+
+Timeouts here are one or two seconds, so the file runs in a few seconds.
+"""
+
+import json
+import os
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from notebook_code import load_notebook
+
+import agent
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="run_command needs a POSIX shell")
+
+nb = load_notebook("05-sandbox.ipynb")
+PYTHON = shlex.quote(sys.executable)
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    folder = Path(os.path.realpath(tmp_path)) / "workspace"
+    folder.mkdir()
+    return folder
+
+
+def run(workspace, command, **options):
+    options.setdefault("timeout", 2)
+    return nb.make_run_command(workspace, **options)(command)
+
+
+def timed(workspace, command, **options):
+    started = time.monotonic()
+    result = run(workspace, command, **options)
+    return result, time.monotonic() - started
+
+
+def alive(pid: int) -> bool:
+    """True if the process exists and is not a zombie waiting to be reaped."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat_file = Path(f"/proc/{pid}/stat")
+    if stat_file.exists():  # Linux: the state letter follows the ")" of the command name
+        return stat_file.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+def test_runs_in_the_workspace_with_home_there(workspace):
+    assert run(workspace, "pwd -P") == {"exit_code": 0, "output": f"{workspace}\n"}
+    assert run(workspace, "cd && pwd -P")["output"] == f"{workspace}\n"
+    run(workspace, "echo hi > made.txt")
+    assert (workspace / "made.txt").read_text() == "hi\n"
+
+
+def test_exit_code_and_stderr_are_reported(workspace):
+    assert run(workspace, "true") == {"exit_code": 0, "output": ""}
+    assert run(workspace, "echo out; echo err >&2; exit 7") == {"exit_code": 7,
+                                                                 "output": "out\nerr\n"}
+    assert run(workspace, "no-such-command-anywhere")["exit_code"] == 127
+
+
+def test_a_command_waiting_for_input_gets_end_of_file_at_once(workspace):
+    result, seconds = timed(workspace, "cat; read line || echo 'no input'")
+    assert result == {"exit_code": 0, "output": "no input\n"}
+    assert seconds < 1
+    script = "import sys; print(repr(sys.stdin.read()))"
+    assert run(workspace, f"{PYTHON} -c {shlex.quote(script)}")["output"] == "''\n"
+
+
+def test_timeout_kills_the_whole_process_group(workspace):
+    command = "(sleep 1.5; echo too late > late.txt) & sleep 30"
+    result, seconds = timed(workspace, command, timeout=1)
+    assert result["timed_out"] == "killed after 1 s, with everything it started"
+    assert result["exit_code"] == -signal.SIGKILL
+    assert 1 <= seconds < 2
+    time.sleep(2.2 - seconds)  # well past the moment the child would have written
+    assert not (workspace / "late.txt").exists()
+
+
+def test_a_background_child_is_killed_after_a_normal_exit_too(workspace):
+    command = "(sleep 0.8; echo too late > late.txt) >/dev/null 2>&1 & echo started"
+    result, seconds = timed(workspace, command, timeout=2)
+    assert result == {"exit_code": 0, "output": "started\n"}
+    assert seconds < 0.6  # it did not wait for the child...
+    time.sleep(1.4 - seconds)
+    assert not (workspace / "late.txt").exists()  # ...and the child did not outlive it
+
+
+def test_the_background_process_is_gone(workspace):
+    result = run(workspace, "sleep 30 >/dev/null 2>&1 & echo $!")
+    pid = int(result["output"])
+    for _ in range(50):  # SIGKILL is asynchronous: give the kernel a moment
+        if not alive(pid):
+            break
+        time.sleep(0.02)
+    assert not alive(pid)
+
+
+def test_a_background_child_holding_the_output_does_not_stall_the_tool(workspace):
+    result, seconds = timed(workspace, "sleep 30 & echo hi")
+    assert result == {"exit_code": 0, "output": "hi\n"}
+    assert seconds < 1
+
+
+def test_output_is_capped_keeping_head_and_tail(workspace):
+    total = sum(len(str(n)) + 1 for n in range(1, 100_001))
+    output = run(workspace, "seq 1 100000", max_output=1000)["output"]
+    assert output.startswith("1\n2\n3\n")
+    assert output.endswith("99999\n100000\n")
+    assert f"[... output truncated: {total - 1000} of {total} bytes cut ...]" in output
+    assert len(output) < 1100
+
+
+@pytest.mark.parametrize(("size", "cut"), [(999, 0), (1000, 0), (1001, 1)])
+def test_output_cap_boundary(workspace, size, cut):
+    output = run(workspace, f"head -c {size} /dev/zero | tr '\\0' a", max_output=1000)["output"]
+    kept = sum(len(line) for line in output.splitlines() if set(line) == {"a"})
+    assert kept == size - cut
+    assert ("output truncated" in output) == bool(cut)
+
+
+def test_a_flood_of_output_is_bounded_while_it_runs(workspace):
+    result = run(workspace, "yes", timeout=1, max_output=1000)
+    assert result["exit_code"] == -signal.SIGKILL and "timed_out" in result
+    assert "output truncated" in result["output"] and len(result["output"]) < 1100
+
+
+def test_environment_holds_no_secrets(workspace, monkeypatch):
+    fakes = {"FAKE_SERVICE_API_KEY": "fake-value-1", "GH_TOKEN": "fake-value-2",
+             "MY_APP_SECRET": "fake-value-3", "OPENAI_API_KEY": "fake-value-4",
+             "OPENAI_BASE_URL": "http://fake-value-5", "DATABASE_URL": "pg://u:fake-value-6@h",
+             "AWS_SECRET_ACCESS_KEY": "fake-value-7"}
+    for name, value in fakes.items():
+        monkeypatch.setenv(name, value)
+    output = run(workspace, "env")["output"]
+    assert "fake-value" not in output
+    names = {line.split("=", 1)[0] for line in output.splitlines()}
+    assert {"PATH", "HOME", "LANG"} <= names
+    assert names <= {"PATH", "HOME", "LANG", "PWD", "OLDPWD", "SHLVL", "_"}  # sh adds some
+    assert run(workspace, "printenv PATH")["output"] == nb.SHELL_PATH + "\n"
+
+
+def test_cpu_limit_stops_a_busy_loop_before_the_timeout(workspace):
+    result, seconds = timed(workspace, "while :; do :; done", timeout=5,
+                            limits={"RLIMIT_CPU": 1})
+    assert "timed_out" not in result
+    assert result["exit_code"] in (-signal.SIGKILL, -signal.SIGXCPU)
+    assert seconds < 4
+
+
+def test_file_size_limit_stops_a_big_write(workspace):
+    result = run(workspace, "head -c 1000000 /dev/zero > big.bin",
+                 limits={"RLIMIT_FSIZE": 100_000})
+    assert result["exit_code"] != 0
+    assert (workspace / "big.bin").stat().st_size == 100_000
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="macOS ignores RLIMIT_AS")
+def test_memory_limit_stops_a_big_allocation(workspace):
+    result = run(workspace, f"{PYTHON} -c 'bytearray(2**30)'",
+                 limits={"RLIMIT_AS": 512 * 2**20})
+    assert result["exit_code"] == 1 and "MemoryError" in result["output"]
+    assert run(workspace, f"{PYTHON} -c 'bytearray(2**20)'")["exit_code"] == 0  # defaults
+
+
+def test_limits_bind_the_command_not_us(workspace):
+    import resource
+
+    before = {name: resource.getrlimit(getattr(resource, name)) for name in nb.LIMITS}
+    output = run(workspace, "ulimit -t; ulimit -f", limits={"RLIMIT_CPU": 3,
+                                                             "RLIMIT_FSIZE": 512 * 100})
+    assert output["output"].split()[0] == "3"
+    assert {name: resource.getrlimit(getattr(resource, name)) for name in nb.LIMITS} == before
+
+
+def test_a_limit_the_platform_lacks_is_skipped(workspace):
+    assert run(workspace, "echo ok", limits={"RLIMIT_NOT_ON_THIS_OS": 1})["output"] == "ok\n"
+    assert run(workspace, "echo ok", limits={})["output"] == "ok\n"
+
+
+def test_the_shell_is_not_a_jail(workspace):
+    """What the lesson says plainly: the bounds are time, output, input, environment and
+    resources - not paths. A command reads what our user can read."""
+    (workspace.parent / "outside.txt").write_text("outside\n")
+    assert run(workspace, "cat ../outside.txt")["output"] == "outside\n"
+
+
+def test_the_agent_runs_it_as_a_tool(workspace):
+    tools, registry = nb.sandbox_tools(workspace, ("execute",), timeout=1)
+    client = agent.ScriptedClient([agent.tool_call("run_command", command="echo hi; exit 2"),
+                                   agent.tool_call("run_command", command="sleep 5"),
+                                   agent.tool_call("run_command", command="x", timeout=99),
+                                   agent.reply("done")])
+    bot = agent.Agent(client, "scripted", tools=tools, registry=registry, on_event=None)
+    bot.chat("go")
+    results = [m["content"] for m in bot.messages if m["role"] == "tool"]
+    assert json.loads(results[0]) == {"exit_code": 2, "output": "hi\n"}
+    assert json.loads(results[1])["timed_out"].startswith("killed after 1 s")
+    assert "bad arguments" in results[2]  # the model cannot raise its own time limit
