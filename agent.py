@@ -431,7 +431,8 @@ class ScriptedClient:
                                   f"for response {n}; add steps to the script")
         current = self.steps[n - 1]
         current = current(request["messages"]) if callable(current) else current
-        current = as_step(current)
+        if isinstance(current, list) or "name" in current:  # tool call(s) given on their own
+            current = step(*current) if isinstance(current, list) else step(current)
         calls = []
         for call in current["calls"]:
             self.call_count += 1
@@ -448,14 +449,6 @@ class ScriptedClient:
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion},
         })
-
-
-def as_step(item) -> dict:
-    if isinstance(item, list):
-        return step(*item)
-    if "name" in item:
-        return step(item)
-    return item
 
 
 # --- 7. The command line ------------------------------------------------------------------
