@@ -291,8 +291,10 @@ class Agent:
             result, is_error = call_tool(runnable, name, arguments), False
         except Exception as exc:
             result, is_error = {"error": f"{name}: {exc}"}, True
-        content = bound(result if isinstance(result, str) else to_json(result),
-                        self.max_tool_output)
+        text = result if isinstance(result, str) else to_json(result)
+        # A file name that is not UTF-8 arrives as lone surrogates, which no request can
+        # encode - and it would stay in the history, failing every later request.
+        content = bound(text.encode("utf-8", "replace").decode("utf-8"), self.max_tool_output)
         self.emit("tool_execution_end", turn=turn, tool_call_id=call["id"], name=name,
                   result=content, is_error=is_error, duration=time.perf_counter() - started)
         return content, is_error

@@ -4,6 +4,7 @@ own tests, all on the offline ScriptedClient (or a tiny client returning canned 
 import copy
 import inspect
 import json
+import os
 from types import SimpleNamespace
 
 import httpx2
@@ -598,3 +599,14 @@ def test_messages_are_plain_json_serializable_dicts():
 def test_registry_and_tools_are_the_agents_defaults():
     agent = Agent(ScriptedClient([]), on_event=None)
     assert agent.tools is TOOLS and agent.registry is TOOL_REGISTRY
+
+
+def test_a_file_name_that_is_not_utf8_does_not_poison_the_history(in_tmp):
+    # bytes 0xff in a name come back from os.listdir as a lone surrogate, which the real
+    # client cannot encode as UTF-8; the history must stay sendable.
+    os.close(os.open(b"\xff.txt", os.O_CREAT | os.O_WRONLY))
+    agent = Agent(ScriptedClient([tool_call("list_files"), reply("ok")]), on_event=None)
+    agent.chat("list")
+    for message in agent.messages:
+        json.dumps(message, ensure_ascii=False).encode("utf-8")  # raises if not sendable
+    assert '"?.txt"' in agent.messages[-2]["content"]  # the bad byte shown as "?"
