@@ -6,6 +6,7 @@ created or changed: the "outside" folder is snapshot before and after, and the s
 must not appear in any answer.
 """
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -20,8 +21,16 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox uses POS
 
 nb = load_notebook("05-sandbox.ipynb")
 SECRET = nb.SECRET
-ESCAPE = "path escapes the workspace"
-INVALID = "invalid path"
+# The exact refusal each attack must get, as the model reads it ({name}: the tool's name,
+# {path}: the path as given): not just any error, the jail's own reason.
+ESCAPE = "{name}: path escapes the workspace: {path}"
+ABSOLUTE = ESCAPE + " (an absolute path; give a path relative to the workspace)"
+HOME = ESCAPE + " (~ is a home folder)"
+CONTROL = "{name}: invalid path {path!r}: it contains a control character (NUL, ...)"
+NOT_TEXT = "{name}: invalid path {path!r}: it is not valid text"
+NO_PATH = "{name}: invalid path: give a path relative to the workspace, like notes/a.md"
+LOOP = "{name}: {path}: a symbolic link on the way loops or changed"
+TOO_LONG = "{name}: {path}: " + os.strerror(errno.ENAMETOOLONG)  # the OS refuses it, told_as
 
 
 @pytest.fixture
@@ -96,15 +105,15 @@ ATTACKS = [
     attack("list_files", "../outside", ESCAPE, "list-outside"),
     attack("list_files", "../workspace/../outside", ESCAPE, "out-and-back-and-out"),
     # absolute paths
-    attack("read_file", "/etc/passwd", ESCAPE, "absolute"),
-    attack("read_file", "//etc/passwd", ESCAPE, "absolute-double-slash"),
-    attack("read_file", "{outside}/secret.txt", ESCAPE, "absolute-outside"),
-    attack("read_file", "{workspace}/../outside/secret.txt", ESCAPE, "absolute-via-workspace"),
-    attack("list_files", "/", ESCAPE, "absolute-root"),
+    attack("read_file", "/etc/passwd", ABSOLUTE, "absolute"),
+    attack("read_file", "//etc/passwd", ABSOLUTE, "absolute-double-slash"),
+    attack("read_file", "{outside}/secret.txt", ABSOLUTE, "absolute-outside"),
+    attack("read_file", "{workspace}/../outside/secret.txt", ABSOLUTE, "absolute-via-workspace"),
+    attack("list_files", "/", ABSOLUTE, "absolute-root"),
     # ~
-    attack("read_file", "~/.bashrc", ESCAPE, "home"),
-    attack("list_files", "~", ESCAPE, "home-bare"),
-    attack("read_file", "~root/.profile", ESCAPE, "home-of-a-user"),
+    attack("read_file", "~/.bashrc", HOME, "home"),
+    attack("list_files", "~", HOME, "home-bare"),
+    attack("read_file", "~root/.profile", HOME, "home-of-a-user"),
     # symlinks inside that point outside
     attack("read_file", "leak.txt", ESCAPE, "link-to-file-absolute"),
     attack("read_file", "chain2", ESCAPE, "link-to-file-relative"),
@@ -120,12 +129,12 @@ ATTACKS = [
     attack("read_file", "insidelink/../../outside/secret.txt", ESCAPE,
            "dotdot-after-inside-link"),
     attack("read_file", "procroot/etc/passwd", ESCAPE, "proc-self-root"),
-    attack("read_file", "loop1", "loops", "symlink-loop"),
-    attack("read_file", "loop1/../../outside/secret.txt", None, "symlink-loop-then-dotdot"),
+    attack("read_file", "loop1", LOOP, "symlink-loop"),
+    attack("read_file", "loop1/../../outside/secret.txt", ESCAPE, "symlink-loop-then-dotdot"),
     # writes: nothing may be created, changed or made outside
     attack("edit_file", create("../outside/planted.txt"), ESCAPE, "write-dotdot"),
-    attack("edit_file", create("{outside}/planted.txt"), ESCAPE, "write-absolute"),
-    attack("edit_file", create("~/planted.txt"), ESCAPE, "write-home"),
+    attack("edit_file", create("{outside}/planted.txt"), ABSOLUTE, "write-absolute"),
+    attack("edit_file", create("~/planted.txt"), HOME, "write-home"),
     attack("edit_file", create("drop.txt"), ESCAPE, "write-dangling-link"),
     attack("edit_file", create("chain-dangle"), ESCAPE, "write-dangling-chain"),
     attack("edit_file", create("outdir/planted.txt"), ESCAPE, "write-through-linked-folder"),
@@ -140,15 +149,15 @@ ATTACKS = [
     attack("edit_file", replace("../outside/secret.txt"), ESCAPE, "replace-dotdot"),
     attack("edit_file", create(".."), ESCAPE, "write-root-parent"),
     # NUL bytes and other invalid names
-    attack("read_file", "notes/todo.md\x00.png", INVALID, "nul"),
-    attack("read_file", "\x00", INVALID, "nul-only"),
-    attack("edit_file", create("a\x00/../../outside/planted.txt"), INVALID, "write-nul"),
-    attack("read_file", "notes/\n.md", INVALID, "newline"),
-    attack("read_file", "notes/\ud800", INVALID, "lone-surrogate"),
-    attack("read_file", "", INVALID, "empty"),
-    attack("read_file", 123, INVALID, "not-a-string"),
-    attack("read_file", "x" * 300, None, "name-too-long"),
-    attack("edit_file", create("x" * 300 + "/a.txt"), None, "write-name-too-long"),
+    attack("read_file", "notes/todo.md\x00.png", CONTROL, "nul"),
+    attack("read_file", "\x00", CONTROL, "nul-only"),
+    attack("edit_file", create("a\x00/../../outside/planted.txt"), CONTROL, "write-nul"),
+    attack("read_file", "notes/\n.md", CONTROL, "newline"),
+    attack("read_file", "notes/\ud800", NOT_TEXT, "lone-surrogate"),
+    attack("read_file", "", NO_PATH, "empty"),
+    attack("read_file", 123, NO_PATH, "not-a-string"),
+    attack("read_file", "x" * 300, TOO_LONG, "name-too-long"),
+    attack("edit_file", create("x" * 300 + "/a.txt"), TOO_LONG, "write-name-too-long"),
 ]
 
 
@@ -158,9 +167,7 @@ def test_attack_is_blocked(lab, name, arguments, expected):
     before = world(lab)
     blocked, answer = nb.attempt(lab.registry, name, **arguments)
     assert blocked, answer
-    assert answer.startswith(f"{name}: ")
-    if expected:
-        assert expected in answer
+    assert answer == expected.format(name=name, path=arguments["path"])  # the jail's reason
     assert SECRET not in answer  # nothing outside was read...
     assert world(lab) == before  # ...created or changed
     assert (lab.outside / "secret.txt").read_text() == SECRET + "\n"
@@ -249,6 +256,29 @@ def test_errors_name_workspace_paths_only(lab):
         blocked, answer = nb.attempt(lab.registry, name, **arguments)
         assert blocked and expected in answer, answer
         assert str(lab.root) not in answer
+
+
+@pytest.mark.parametrize(("text", "old_str", "found"), [("aaa", "aa", 2), ("aaaa", "aa", 3),
+                                                       ("abab", "bab", 1)])
+def test_overlapping_matches_count_as_in_agent_edit_file(lab, monkeypatch, text, old_str, found):
+    """"aa" is twice in "aaa": replacing the first would be a guess. The jailed edit_file
+    counts overlaps with agent.occurrences (str.count would say once) and answers exactly
+    what agent.edit_file answers on the same file."""
+    plain = lab.root / "plain"  # agent.edit_file's copy, beside the workspace
+    plain.mkdir()
+    for folder in (lab.workspace, plain):
+        (folder / "a.txt").write_text(text)
+    blocked, answer = nb.attempt(lab.registry, "edit_file", path="a.txt", old_str=old_str,
+                                 new_str="X")
+    monkeypatch.chdir(plain)
+    blocked_plainly, answer_plainly = nb.attempt(agent.TOOL_REGISTRY, "edit_file", path="a.txt",
+                                                 old_str=old_str, new_str="X")
+    assert (blocked, answer) == (blocked_plainly, answer_plainly)
+    assert blocked == (found != 1)
+    if blocked:
+        assert f"found {found} (add surrounding lines" in answer
+    after = (lab.workspace / "a.txt").read_text()
+    assert after == (text if blocked else text.replace(old_str, "X"))
 
 
 def test_special_files_do_not_hang_the_agent(lab):
