@@ -21,6 +21,8 @@ from agent import TOOL_REGISTRY, Agent, ScriptedClient, reply, step, to_json, to
 nb = load_notebook("07-tracing.ipynb")
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_KEY = "test-credential-not-real-8675309"  # fake, and shaped like no real provider's key
+QUOTED = 'hunter2"quoted\\slash'  # a fake password with a quote and a backslash in it
+UMLAUT = 'pässwort-für-"test"'  # fake, non-ASCII: a provider may send it as \\u escapes
 
 
 def make_project(folder: Path) -> Path:
@@ -175,6 +177,54 @@ def test_no_secret_is_written(project, tmp_path, monkeypatch):
     assert FAKE_KEY in bot.messages[3]["content"]  # the agent itself is not changed
 
 
+def escaped_forms(secret: str, levels: int = 3) -> set[str]:
+    """The secret as it is, as repr writes it, and JSON-escaped up to `levels` times (with and
+    without \\u escapes): every form from which it could be read back."""
+    forms, layer = {secret, repr(secret)[1:-1]}, {secret}
+    for _ in range(levels):
+        layer = {json.dumps(f, ensure_ascii=a)[1:-1] for f in layer for a in (False, True)}
+        forms |= layer
+    return forms
+
+
+def test_secrets_with_quotes_and_backslashes_are_redacted_in_every_form(
+        project, tmp_path, monkeypatch):
+    monkeypatch.setenv("DB_PASSWORD", QUOTED)
+    monkeypatch.setenv("APP_SECRET", UMLAUT)
+    (project / "db.cfg").write_text(f"password={QUOTED}\nsecret={UMLAUT}\n")
+    (project / "db.json").write_text(json.dumps({"password": QUOTED, "secret": UMLAUT}))
+    bot, tracer = traced([
+        tool_call("read_file", path="db.cfg"),  # in the result: JSON-escaped once
+        tool_call("read_file", path="db.json"),  # JSON inside JSON: escaped twice, \\u escapes
+        tool_call("edit_file", raw_arguments=json.dumps(  # arguments as ASCII-only JSON
+            {"path": "copy.cfg", "old_str": "", "new_str": f"{QUOTED} {UMLAUT}"})),
+        fails_with(RuntimeError(f"401: bad credentials {QUOTED!r}, {UMLAUT!r}")),  # repr
+    ], tmp_path / "traces")
+    with pytest.raises(RuntimeError):
+        bot.chat(f"Are {QUOTED} and {UMLAUT} in db.cfg?")  # as they are
+    assert QUOTED.replace("\\", "\\\\").replace('"', '\\"') in bot.messages[3]["content"]
+
+    text = tracer.paths[0].read_text(encoding="utf-8")  # the raw file, as a reader would grep it
+    for secret in (QUOTED, UMLAUT):
+        assert len(escaped_forms(secret)) > 3  # the forms really differ
+        found = [form for form in escaped_forms(secret) if form in text]
+        assert found == [], f"{secret!r} is recoverable from the trace as {found}"
+    assert text.count("[redacted DB_PASSWORD]") >= 6 and text.count("[redacted APP_SECRET]") >= 6
+    run = nb.load_trace(tracer.paths[0])
+    db_json = [r["result"] for r in run if r["type"] == "tool_execution_end"][1]
+    assert json.loads(json.loads(db_json)["content"]) == {
+        "password": "[redacted DB_PASSWORD]", "secret": "[redacted APP_SECRET]"}
+    assert run[-1]["error"] == ("RuntimeError: 401: bad credentials '[redacted DB_PASSWORD]', "
+                                "'[redacted APP_SECRET]'")
+
+
+def test_redact_leaves_no_half_of_an_escaped_secret():
+    secret = "ends-with-a-backslash\\"  # as it is, it is the start of its JSON-escaped form
+    assert nb.redact(json.dumps({"k": secret}), {"S": secret}) == '{"k": "[redacted S]"}'
+    assert nb.redact({"a": [secret, repr(secret)]}, {"S": secret}) == {
+        "a": ["[redacted S]", "'[redacted S]'"]}
+
+
 def test_which_environment_variables_count_as_secrets():
     environ = {"OPENAI_API_KEY": "ollama", "GITHUB_TOKEN": "t" * 20, "DB_PASSWORD": "p" * 12,
                "AWS_SECRET_ACCESS_KEY": "a" * 40, "hf_token": "h" * 30,
@@ -241,6 +291,29 @@ def test_a_run_where_the_client_raises(project, tmp_path):
     assert model_calls[1]["closing"] is None  # it never closed: it ends with the run
     assert "error: TimeoutError: no answer in 30 s" in nb.summary(run)
     assert nb.totals(run)["stop_reason"] == "error"
+
+
+def test_an_interrupted_run_ends_its_trace_but_lacks_the_quiet_answers(project, tmp_path):
+    def ctrl_c(path="."):
+        raise KeyboardInterrupt  # as if the user pressed Ctrl-C while this tool ran
+
+    batch = [tool_call("read_file", path="notes.txt"), tool_call("list_files", path="."),
+             tool_call("read_file", path="big.log")]
+    bot, tracer = traced([batch, reply("never sent")], tmp_path / "traces",
+                         registry={**TOOL_REGISTRY, "list_files": ctrl_c})
+    with pytest.raises(KeyboardInterrupt):
+        bot.chat("look around")
+    # Agent.answer_open_calls kept the history valid: every call has its answer...
+    assert [m.get("tool_call_id") for m in bot.messages[3:]] == ["call_1", "call_2", "call_3"]
+    assert [json.loads(m["content"]).get("error") for m in bot.messages[4:]] == [
+        "not executed: interrupted"] * 2
+    # ...and the trace still ends with agent_end, but those two answers emitted no events
+    run = nb.load_trace(tracer.paths[0])
+    assert run[-1]["type"] == "agent_end" and run[-1]["stop_reason"] == "interrupted"
+    assert run[-1]["error"] == "KeyboardInterrupt: "
+    assert nb.trace_problems(run) == [
+        "tool call call_2 started but never ended",
+        "tool calls ['call_1', 'call_2', 'call_3'] but tool results ['call_1']"]
 
 
 def test_tool_errors_are_recorded(project, tmp_path):
@@ -408,34 +481,153 @@ def test_jq_reads_the_trace(project, tmp_path):
     assert int(out.stdout) == nb.totals(nb.load_trace(path))["prompt_tokens"]
 
 
-def test_the_timeline_chart_draws_every_model_call_and_tool(project, tmp_path):
+def test_the_timeline_chart_draws_every_model_call_and_tool_where_it_happened(
+        project, tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgba
 
-    bot, tracer = traced([[tool_call("list_files", path="."), tool_call("read_file", path="x")],
-                          reply("ok")], tmp_path / "traces")
+    def bars(ax):
+        """Every bar of the lanes chart as (lane, start, width, colour)."""
+        found = []
+        for collection in ax.collections:
+            (x0, y0), (x1, y1) = collection.get_paths()[0].vertices[[0, 2]]
+            lane = {(1.6, 2.4): "model", (0.6, 1.4): "tool"}[(round(y0, 6), round(y1, 6))]
+            found.append((lane, round(x0, 6), round(x1 - x0, 6),
+                          tuple(collection.get_facecolor()[0])))
+        return sorted(found, key=lambda bar: bar[1])
+
+    model, tool, failed = to_rgba("tab:blue"), to_rgba("tab:green"), to_rgba("tab:red")
+    clock = nb.FakeClock()
+
+    def server_down(messages):
+        clock.advance(30)
+        raise TimeoutError("no answer")
+
+    tracer = nb.Tracer(tmp_path / "traces", clock=clock)
+    client = nb.with_latency(ScriptedClient([
+        [tool_call("list_files", path="."), tool_call("read_file", path="missing.txt")],
+        reply("ok"), tool_call("list_files", path="."), server_down,
+    ]), clock, base=0.5, per_prompt_token=0, per_output_token=0)  # every model call: 0.5 s
+    bot = Agent(client, "scripted-demo", on_event=tracer,
+                registry=nb.with_tool_time(TOOL_REGISTRY, clock, seconds=0.25))
     bot.chat("look")
-    fig = nb.plot_timeline(nb.load_trace(tracer.paths[0]))
+    with pytest.raises(TimeoutError):
+        bot.chat("look again")
+
+    # run 1: a model call, two tools one after the other (the second fails), a model call
+    run = nb.load_trace(tracer.paths[0])
+    fig = nb.plot_timeline(run)
     lanes, tokens = fig.axes
-    assert len(lanes.collections) == 2 + 2  # two model calls, two tool executions
-    assert len(tokens.patches) == 2  # a prompt bar per model call
+    assert bars(lanes) == [("model", 0.0, 0.5, model), ("tool", 0.5, 0.25, tool),
+                           ("tool", 0.75, 0.25, failed), ("model", 1.0, 0.5, model)]
+    assert [t.get_text() for t in lanes.texts] == ["1", "list_files", "read_file", "2"]
+    prompts = [row["prompt_tokens"] for row in nb.turn_usage(run)]
+    assert [(p.get_x(), p.get_width(), p.get_height()) for p in tokens.patches] == [
+        (0.0, 0.5, prompts[0]), (1.0, 0.5, prompts[1])]  # each prompt where it was sent
+    assert [line.get_xdata()[0] for line in lanes.lines] == [0.0, 1.0]  # the turns begin
+    plt.close(fig)
+
+    # run 2: the model call that never answered is red, and lasts until the run ended
+    fig = nb.plot_timeline(nb.load_trace(tracer.paths[1]))
+    lanes, tokens = fig.axes
+    assert bars(lanes) == [("model", 0.0, 0.5, model), ("tool", 0.5, 0.25, tool),
+                           ("model", 0.75, 30.0, failed)]
+    assert tuple(tokens.patches[1].get_facecolor()) == failed
+    assert "error" in lanes.get_title()
     plt.close(fig)
 
 
-def test_opentelemetry_spans_use_the_genai_names(project, tmp_path):
+def test_opentelemetry_spans_use_the_genai_names_and_kinds(project, tmp_path):
     bot, tracer = traced([tool_call("read_file", path="missing.txt"), reply("no such file")],
                          tmp_path / "traces")
     bot.chat("read missing.txt")
     run = nb.load_trace(tracer.paths[0])
     spans = nb.otel_spans(run)
-    assert [s["name"] for s in spans] == ["invoke_agent agent-from-zero", "chat scripted-demo",
-                                          "execute_tool read_file", "chat scripted-demo"]
-    tool = spans[2]["attributes"]
-    assert tool == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_file",
-                    "gen_ai.tool.call.id": "call_1", "gen_ai.tool.type": "function",
-                    "error.type": "tool_error"}
-    chats = [s["attributes"] for s in spans if s["name"].startswith("chat")]
-    assert sum(a["gen_ai.usage.input_tokens"] for a in chats) == nb.totals(run)["prompt_tokens"]
-    assert chats[-1]["gen_ai.response.finish_reasons"] == ["stop"]
+    assert [(s["name"], s["kind"]) for s in spans] == [
+        ("invoke_agent agent-from-zero", "INTERNAL"), ("chat scripted-demo", "CLIENT"),
+        ("execute_tool read_file", "INTERNAL"), ("chat scripted-demo", "CLIENT")]
+    assert spans[0]["attributes"] == {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "openai",
+        "gen_ai.agent.name": "agent-from-zero", "gen_ai.request.model": "scripted-demo"}
+    assert spans[2]["attributes"] == {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_file",
+        "gen_ai.tool.call.id": "call_1", "gen_ai.tool.type": "function",
+        "error.type": "tool_error"}
+    usage = [r["usage"] for r in run if r.get("usage")]
+    assert [s["attributes"] for s in spans if s["kind"] == "CLIENT"] == [
+        {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+         "gen_ai.request.model": "scripted-demo",
+         "gen_ai.usage.input_tokens": u["prompt_tokens"],
+         "gen_ai.usage.output_tokens": u["completion_tokens"],
+         "gen_ai.response.finish_reasons": [reason]}
+        for u, reason in zip(usage, ["tool_calls", "stop"], strict=True)]
+    deepseek = nb.otel_spans(run, provider="deepseek")
+    assert {s["attributes"].get("gen_ai.provider.name") for s in deepseek} == {"deepseek", None}
+
+
+def failing_run(folder):
+    """A traced run: a model call, a tool that fails, a model call that times out (30 s)."""
+    clock = nb.FakeClock()
+
+    def timeout(messages):
+        clock.advance(30)
+        raise TimeoutError("no answer in 30 s")
+
+    tracer = nb.Tracer(folder, clock=clock)
+    client = nb.with_latency(ScriptedClient([tool_call("read_file", path="missing.txt"),
+                                             timeout]), clock, base=0.5, per_prompt_token=0,
+                             per_output_token=0)
+    bot = Agent(client, "scripted-demo", on_event=tracer,
+                registry=nb.with_tool_time(TOOL_REGISTRY, clock, seconds=0.25))
+    with pytest.raises(TimeoutError):
+        bot.chat("read missing.txt")
+    return nb.load_trace(tracer.paths[0])
+
+
+def test_opentelemetry_spans_of_a_failed_run(project, tmp_path):
+    spans = nb.otel_spans(failing_run(tmp_path / "traces"))
+    assert [(s["name"], s["attributes"].get("error.type")) for s in spans] == [
+        ("invoke_agent agent-from-zero", "TimeoutError"), ("chat scripted-demo", None),
+        ("execute_tool read_file", "tool_error"), ("chat scripted-demo", "TimeoutError")]
+    assert "gen_ai.usage.input_tokens" not in spans[3]["attributes"]  # it never answered
+    assert spans[3]["end"] - spans[3]["start"] == pytest.approx(30)
+
+
+def test_opentelemetry_export_with_the_sdk(project, tmp_path):
+    """Runs only where the optional opentelemetry-sdk is installed."""
+    pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind, StatusCode
+
+    run = failing_run(tmp_path / "traces")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    nb.to_opentelemetry(run, provider.get_tracer("test"))
+
+    exported = sorted(exporter.get_finished_spans(),  # the parent first, then by time
+                      key=lambda span: (span.parent is not None, span.start_time))
+    expected = nb.otel_spans(run)
+    assert [(s.name, s.kind) for s in exported] == [
+        ("invoke_agent agent-from-zero", SpanKind.INTERNAL),
+        ("chat scripted-demo", SpanKind.CLIENT),
+        ("execute_tool read_file", SpanKind.INTERNAL),
+        ("chat scripted-demo", SpanKind.CLIENT)]
+    root, *children = exported
+    assert root.parent is None
+    assert all(c.parent.span_id == root.context.span_id for c in children)
+    assert {s.context.trace_id for s in exported} == {root.context.trace_id}
+    t0 = root.start_time
+    assert [((s.start_time - t0) / 1e9, (s.end_time - t0) / 1e9) for s in exported] == [
+        pytest.approx((0, 30.75), abs=1e-6), pytest.approx((0, 0.5), abs=1e-6),
+        pytest.approx((0.5, 0.75), abs=1e-6), pytest.approx((0.75, 30.75), abs=1e-6)]
+    assert [{k: list(v) if isinstance(v, tuple) else v for k, v in s.attributes.items()}
+            for s in exported] == [e["attributes"] for e in expected]  # the SDK keeps tuples
+    assert [s.status.status_code for s in exported] == [
+        StatusCode.ERROR, StatusCode.UNSET, StatusCode.ERROR, StatusCode.ERROR]
+    assert root.attributes["gen_ai.provider.name"] == "openai"
