@@ -1,14 +1,18 @@
 """Agent from Zero: a minimal coding agent in one readable file.
 
-An agent is six parts working together, and this file meets them in that order:
+An agent is six parts working together. Where to find each one here:
 
-  1. the model     - configured from the environment, never a key in code
-  2. tool schemas  - what the model is told it may call        (TOOLS)
-  3. tools         - what the host really runs                 (TOOL_REGISTRY)
-  4. the protocol  - user / assistant+tool_calls / tool messages, paired by id
-  5. the loop      - decide -> act -> observe -> decide again  (Agent.chat)
-  6. the guards    - a turn limit, bounded output, errors as observations
+  the model        section 1  configured from the environment, never a key in code
+  tools            section 2  plain functions that do the work: read_file, list_files, edit_file
+  tool schemas     section 3  what the model is told it may call (TOOLS), beside what the host
+                              runs (TOOL_REGISTRY), checked to agree (check_tools)
+  the protocol     section 5  user -> assistant with tool_calls -> one tool message per call id
+                              (Agent.append, Agent.answer_calls, assistant_message)
+  the loop         section 5  decide -> act -> observe -> decide again (Agent.run)
+  the guards       section 5  MAX_TURNS, the "length" check, errors as observations
+                              (Agent.run_tool, call_tool), bounded output (bound)
 
+Section 4 is the system prompt, section 6 an offline scripted model, section 7 the command line.
 Run it offline with `python agent.py --demo`; with OPENAI_API_KEY set, `python agent.py`.
 """
 
@@ -24,6 +28,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
@@ -176,15 +181,20 @@ def print_event(event: dict) -> None:
     role = message.get("role")
     if kind == "message_end" and role == "user":
         print(f"user:        {one_line(message['content'])}")
-    elif kind == "message_end" and role == "assistant" and message["content"]:
-        print(f"agent:       {one_line(message['content'])}")
+    elif kind == "message_end" and role == "assistant":
+        if message["content"]:
+            print(f"agent:       {one_line(message['content'])}")
+        if event.get("finish_reason") == "length":  # these calls will not run: show them
+            for call in message.get("tool_calls", []):
+                function = call.get("function", {})
+                print(f"cut off:     {function.get('name')}({one_line(function.get('arguments'))})")
     elif kind == "tool_execution_start":
         print(f"tool call:   {event['name']}({one_line(event['arguments'])})")
     elif kind == "message_end" and role == "tool":
         label = "tool error: " if event.get("is_error") else "tool result:"
         print(f"{label} {one_line(message['content'])}")
-    elif kind == "agent_end" and event["stop_reason"] != "done":
-        print(f"stopped:     {event['stop_reason']} {event.get('error', '')}".rstrip())
+    elif kind == "agent_end" and event["stop_reason"] in ("max_turns", "length"):
+        print(f"stopped:     {event['stop_reason']}")  # an error is shown by whoever catches it
 
 
 def one_line(text: str, width: int = 150) -> str:
@@ -226,15 +236,15 @@ class Agent:
         self.append({"role": "user", "content": text})
         for turn in range(1, self.max_turns + 1):
             self.emit("turn_start", turn=turn)
-            message, response = self.ask_model(turn)
-            self.append(message, turn=turn, **response)  # in the history before any tool runs
-            calls = message.get("tool_calls", [])
+            message, details = self.ask_model(turn)  # details: finish_reason, usage, duration
+            self.append(message, turn=turn, **details)  # in the history before any tool runs
+            calls, cut_off = message.get("tool_calls", []), details["finish_reason"] == "length"
             if not calls:  # the presence of tool calls decides, not finish_reason...
                 self.emit("turn_end", turn=turn)
-                self.stop_reason = "length" if response["finish_reason"] == "length" else "done"
+                self.stop_reason = "length" if cut_off else "done"
                 return message["content"]
             # ...except "length": the arguments may be cut off, so none of these calls runs.
-            self.answer_calls(calls, turn, truncated=response["finish_reason"] == "length")
+            self.answer_calls(calls, turn, truncated=cut_off)
             self.emit("turn_end", turn=turn)
         self.stop_reason = "max_turns"
         return f"[stopped: no final answer after max_turns={self.max_turns} model calls]"
@@ -247,6 +257,8 @@ class Agent:
         if self.tools:  # some servers reject an empty tools list
             request["tools"] = self.tools
         response = self.client.chat.completions.create(**request)
+        if not getattr(response, "choices", None):  # e.g. a proxy's HTML page, with status 200
+            raise openai.OpenAIError(f"the server sent no completion: {one_line(str(response))}")
         choice = response.choices[0]
         usage = response.usage and response.usage.model_dump(mode="json", exclude_none=True)
         details = {"finish_reason": choice.finish_reason, "usage": usage,
@@ -276,7 +288,7 @@ class Agent:
         for call in self.messages[last].get("tool_calls", []):
             if call["id"] not in answered:  # appended quietly: the handler may be what failed
                 self.messages.append({"role": "tool", "tool_call_id": call["id"],
-                                      "content": error_json("not executed: interrupted")})
+                                      "content": error_json(INTERRUPTED)})
 
     def run_tool(self, call: dict, turn: int) -> tuple[str, bool]:
         """Run one call. Every failure becomes a result the model can read and act on."""
@@ -308,6 +320,10 @@ class Agent:
         self.on_event({"type": event_type, **data})
 
 
+INTERRUPTED = ("interrupted before this call's result was recorded; it may or may not have run, "
+               "so check before repeating it")
+
+
 def call_tool(registry: dict, name: str, arguments: str):
     """Look the tool up, parse and check its JSON arguments, call it. Raises on any problem."""
     func = registry.get(name)
@@ -334,6 +350,8 @@ def assistant_message(message) -> dict:
     data = message.model_dump(mode="json", exclude_none=True, exclude={"function_call"})
     extras = {key: value for key, value in data.items()
               if value != [] and key not in ("role", "content")}
+    for n, call in enumerate(extras.get("tool_calls", []), 1):  # a few servers omit the id,
+        call["id"] = call.get("id") or f"call_{time.time_ns()}_{n}"  # but results need one
     return {"role": "assistant", "content": data.get("content") or "", **extras}
 
 
@@ -407,6 +425,23 @@ def reply(text: str, finish_reason: str = "stop", **extras) -> dict:
     return step(content=text, finish_reason=finish_reason, **extras)
 
 
+def unanswered_calls(messages: list[dict]) -> str | None:
+    """What a strict server says when tool calls and tool messages do not pair up."""
+    waiting: list[str] = []  # call ids of the last assistant message not yet answered
+    for m in messages:
+        if m["role"] == "tool":
+            if m.get("tool_call_id") not in waiting:
+                return f"tool message for {m.get('tool_call_id')!r} answers no open tool call"
+            waiting.remove(m["tool_call_id"])
+        elif waiting:
+            break
+        else:
+            waiting = [call["id"] for call in m.get("tool_calls", [])]
+    if waiting:
+        return f"tool_calls must each be answered by a tool message; no answer for {waiting}"
+    return None
+
+
 class ScriptExhausted(RuntimeError):
     """The scripted model was asked for more responses than its script holds."""
 
@@ -428,6 +463,10 @@ class ScriptedClient:
         request = json.loads(to_json({"model": model, "messages": messages, **kwargs}))
         self.requests.append(request)  # a JSON copy: what a real server would receive
         n = len(self.requests)
+        problem = unanswered_calls(request["messages"])
+        if problem:  # reject it as OpenAI's API does, with HTTP 400
+            response = httpx2.Response(400, request=httpx2.Request("POST", "http://scripted/v1"))
+            raise openai.BadRequestError(problem, response=response, body=None)
         if n > len(self.steps):
             raise ScriptExhausted(f"the scripted model has {len(self.steps)} steps but was asked "
                                   f"for response {n}; add steps to the script")
@@ -512,6 +551,15 @@ def parse_args(argv):
         parser.error(f"--workdir {args.workdir}: no such directory")
     if args.demo and args.task:
         parser.error("--demo runs its own tasks; give either --demo or a task")
+    if args.demo and args.workdir and any(Path(args.workdir).iterdir()):
+        parser.error(f"--demo writes files; give it an empty --workdir, not {args.workdir}")
+    if args.task is not None and not args.task.strip():
+        parser.error("the task is empty")
+    if args.trace:
+        try:  # find out now, not half-way through a run
+            open(args.trace, "a").close()
+        except OSError as exc:
+            parser.error(f"--trace {args.trace}: {exc.strerror}")
     return args
 
 
@@ -540,7 +588,7 @@ def main(argv=None) -> int:
                 answer = agent.chat(task)
                 print(answer if args.quiet else "")
             if not args.quiet:
-                print("The history, as sent to the model on the last request:\n")
+                print("The history (agent.messages), which the next request would send:\n")
                 print(format_history(agent.messages))
         return 0
     if not os.environ.get("OPENAI_API_KEY"):
@@ -564,8 +612,10 @@ def run_session(agent: Agent, task: str | None, quiet: bool) -> int:
                 answer = agent.chat(text)
                 if quiet:
                     print(answer)
-            except openai.APIError as exc:
-                print(f"model request failed: {one_line(str(exc), 300)}", file=sys.stderr)
+            except openai.OpenAIError as exc:
+                where = getattr(agent.client, "base_url", "the model server")
+                print(f"model request to {where} failed: {one_line(str(exc), 300)}",
+                      file=sys.stderr)
                 if task is not None:
                     return 1
             if task is not None:

@@ -49,6 +49,9 @@ RUNS = {  # name: (arguments, extra environment)
     "max_turns_0": (["--demo", "--max-turns", "0"], {}),
     "max_turns_abc": (["--demo", "--max-turns", "abc"], {}),
     "missing_workdir": (["--demo", "--workdir", "nowhere"], {}),
+    "demo_busy_workdir": (["--demo", "--workdir", "busy"], {}),
+    "trace_in_missing_folder": (["--demo", "--trace", "no/such/folder/run.jsonl"], {}),
+    "empty_task": (["  "], {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": "http://fake.test/v1"}),
     # a key is set but never used: stdin is empty, so input() meets end of input (Ctrl-D)
     "interactive_eof": ([], {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": "http://fake.test/v1"}),
 }
@@ -65,6 +68,9 @@ def cli(tmp_path_factory) -> dict[str, Run]:
             cwd, tmpdir = tmp_path_factory.mktemp(name), tmp_path_factory.mktemp(f"{name}-tmp")
             if name == "demo_workdir_trace":
                 (cwd / "work").mkdir()
+            if name == "demo_busy_workdir":
+                (cwd / "busy").mkdir()
+                (cwd / "busy" / "greet.py").write_text("mine\n")
             future = pool.submit(run_cli, *args, cwd=cwd, env_extra={"TMPDIR": str(tmpdir), **env})
             runs[name] = (future, cwd, tmpdir)
     return {name: Run(future.result(), cwd, tmpdir) for name, (future, cwd, tmpdir) in runs.items()}
@@ -175,6 +181,22 @@ def test_missing_workdir_prints_usage_and_exits_2(cli):
     assert_usage_error(cli["missing_workdir"].result, "--workdir nowhere: no such directory")
 
 
+def test_demo_refuses_a_workdir_with_files_in_it_and_changes_nothing(cli):
+    run = cli["demo_busy_workdir"]
+    assert_usage_error(run.result, "give it an empty --workdir")
+    assert (run.cwd / "busy" / "greet.py").read_text() == "mine\n"
+
+
+def test_a_trace_file_that_cannot_be_written_is_a_usage_error_before_the_run(cli):
+    run = cli["trace_in_missing_folder"]
+    assert_usage_error(run.result, "--trace no/such/folder/run.jsonl: No such file or directory")
+    assert run.result.stdout == ""  # refused before the demo started
+
+
+def test_an_empty_task_is_a_usage_error(cli):
+    assert_usage_error(cli["empty_task"].result, "the task is empty")
+
+
 def test_interactive_session_ends_quietly_at_end_of_input(cli):
     result = cli["interactive_eof"].result
     assert result.returncode == 0
@@ -266,7 +288,8 @@ def test_api_error_in_interactive_mode_prints_one_line_and_the_session_goes_on(
     assert main(["-q"]) == 0
     out, err = capsys.readouterr()
     assert err.count("\n") == 1
-    assert err.startswith("model request failed: ") and "Incorrect API key" in err
+    assert err.startswith("model request to http://fake.test/v1/ failed: ")
+    assert "Incorrect API key" in err
     assert out == "now it works\n"
     assert queue == []
 
@@ -280,6 +303,30 @@ def test_api_error_with_one_task_exits_1_with_one_line(tmp_path, monkeypatch, ca
     assert out == ""
 
 
+@pytest.mark.parametrize("body", [
+    {"error": {"message": "quota exceeded"}},  # an error object, but with status 200
+    {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": []},
+    "<html><body>502 Bad Gateway</body></html>",  # a proxy's page
+])
+def test_a_reply_that_is_not_a_completion_is_one_line_of_error_not_a_traceback(
+        tmp_path, monkeypatch, capsys, body):
+    monkeypatch.chdir(tmp_path)
+
+    def handler(request):
+        if isinstance(body, str):
+            return httpx2.Response(200, text=body, headers={"content-type": "text/html"})
+        return httpx2.Response(200, json=body)
+
+    client = openai.OpenAI(api_key="test", base_url="http://fake.test/v1", max_retries=0,
+                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    chat_agent = Agent(client, "m", on_event=None)
+    assert run_session(chat_agent, "do it", quiet=True) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("model request to http://fake.test/v1/ failed: ")
+    assert "the server sent no completion" in err and err.count("\n") == 1
+    assert chat_agent.messages[-1] == {"role": "user", "content": "do it"}  # still valid
+
+
 def test_connection_error_with_one_task_exits_1(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
 
@@ -288,7 +335,9 @@ def test_connection_error_with_one_task_exits_1(tmp_path, monkeypatch, capsys):
 
     chat_agent = Agent(ScriptedClient([unreachable]), on_event=None)
     assert run_session(chat_agent, "do it", quiet=True) == 1
-    assert capsys.readouterr().err == "model request failed: Connection error.\n"
+    # the scripted client has no base_url, so the message names the server generically
+    expected = "model request to the model server failed: Connection error.\n"
+    assert capsys.readouterr().err == expected
 
 
 def test_one_task_mode_answers_once_and_exits_0(tmp_path, monkeypatch, capsys):

@@ -13,6 +13,7 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from agent import (
+    INTERRUPTED,
     MAX_TOOL_OUTPUT,
     MAX_TURNS,
     TOOL_REGISTRY,
@@ -391,7 +392,7 @@ def test_inv6_keyboard_interrupt_in_a_tool_mid_batch_leaves_every_call_answered(
     assert [m["tool_call_id"] for m in answers] == ["call_1", "call_2", "call_3"]
     assert answers[0]["content"] == '{"ok": true}'
     assert [json.loads(m["content"])["error"] for m in answers[1:]] == \
-        ["not executed: interrupted"] * 2
+        [INTERRUPTED] * 2
     assert_history_valid(agent.messages)
 
 
@@ -610,3 +611,21 @@ def test_a_file_name_that_is_not_utf8_does_not_poison_the_history(in_tmp):
     for message in agent.messages:
         json.dumps(message, ensure_ascii=False).encode("utf-8")  # raises if not sendable
     assert '"?.txt"' in agent.messages[-2]["content"]  # the bad byte shown as "?"
+
+
+def test_calls_cut_off_by_length_are_printed_as_cut_off_not_as_run(in_tmp, capsys):
+    script = [step(tool_call("edit_file", path="a.txt", old_str="", new_str="x"),
+                   finish_reason="length"), reply("ok")]
+    Agent(ScriptedClient(script)).chat("write")
+    out = capsys.readouterr().out
+    assert 'cut off:     edit_file({"path": "a.txt"' in out
+    assert "tool call:" not in out and "tool error:" in out
+
+
+def test_the_default_printer_leaves_errors_to_whoever_catches_them(in_tmp, capsys):
+    def boom(messages):
+        raise RuntimeError("server down")
+
+    with pytest.raises(RuntimeError):
+        Agent(ScriptedClient([boom])).chat("hi")
+    assert capsys.readouterr().out == "user:        hi\n"

@@ -159,3 +159,16 @@ def test_bad_key_401_raises_authentication_error():
     with pytest.raises(openai.AuthenticationError):
         agent.chat("hi")
     assert [m["role"] for m in agent.messages] == ["system", "user"]
+
+
+def test_a_tool_call_without_an_id_gets_one_so_it_can_be_answered():
+    no_id = {"type": "function",
+             "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}
+    server = FakeServer(ok({"content": None, "tool_calls": [no_id]}), ok({"content": "read it"}))
+    agent = make_agent(server)
+    assert agent.chat("read a.txt") == "read it"
+    call_id = agent.messages[2]["tool_calls"][0]["id"]
+    assert call_id and agent.messages[3] == {
+        "role": "tool", "tool_call_id": call_id, "content": '{"path": "a.txt", "content": "alpha"}'}
+    assert server.bodies[1]["messages"] == agent.messages[:4]
+    assert_history_valid(agent.messages)

@@ -1,5 +1,6 @@
 """ScriptedClient: the offline stand-in for openai.OpenAI that the demo and notebooks use."""
 
+import openai
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
@@ -129,3 +130,38 @@ def test_prompt_tokens_grow_with_the_history():
     short = ask(client).usage.prompt_tokens
     longer = ask(client, USER + [{"role": "user", "content": "more words " * 50}])
     assert longer.usage.prompt_tokens > short
+
+
+# --- like a strict server, it rejects a history whose calls and results do not pair up -----
+
+CALLED = {"role": "assistant", "content": "",
+          "tool_calls": [{"id": "call_1", "type": "function",
+                          "function": {"name": "list_files", "arguments": "{}"}},
+                         {"id": "call_2", "type": "function",
+                          "function": {"name": "list_files", "arguments": "{}"}}]}
+
+
+def answer(call_id):
+    return {"role": "tool", "tool_call_id": call_id, "content": "{}"}
+
+
+@pytest.mark.parametrize("history, complaint", [
+    ([*USER, CALLED], "no answer for ['call_1', 'call_2']"),
+    ([*USER, CALLED, answer("call_1")], "no answer for ['call_2']"),
+    ([*USER, CALLED, answer("call_1"), {"role": "user", "content": "next"}],
+     "no answer for ['call_2']"),
+    ([*USER, CALLED, answer("call_1"), answer("call_2"), answer("call_2")],
+     "'call_2' answers no open tool call"),
+    ([*USER, answer("call_9")], "'call_9' answers no open tool call"),
+])
+def test_an_unanswered_or_unmatched_call_is_rejected_with_http_400(history, complaint):
+    client = ScriptedClient([reply("never")])
+    with pytest.raises(openai.BadRequestError) as raised:
+        ask(client, history)
+    assert raised.value.status_code == 400 and complaint in str(raised.value)
+    assert len(client.requests) == 1  # the bad request is still recorded, to be looked at
+
+
+def test_a_fully_answered_history_is_accepted_in_any_order_of_results():
+    history = [*USER, CALLED, answer("call_2"), answer("call_1")]
+    assert ask(ScriptedClient([reply("fine")]), history).choices[0].message.content == "fine"

@@ -16,7 +16,17 @@ from pathlib import Path
 import pytest
 from notebook_code import load_notebook
 
-from agent import TOOL_REGISTRY, Agent, ScriptedClient, reply, step, to_json, tool_call, trace_to
+from agent import (
+    INTERRUPTED,
+    TOOL_REGISTRY,
+    Agent,
+    ScriptedClient,
+    reply,
+    step,
+    to_json,
+    tool_call,
+    trace_to,
+)
 
 nb = load_notebook("07-tracing.ipynb")
 ROOT = Path(__file__).resolve().parent.parent
@@ -306,7 +316,7 @@ def test_an_interrupted_run_ends_its_trace_but_lacks_the_quiet_answers(project, 
     # Agent.answer_open_calls kept the history valid: every call has its answer...
     assert [m.get("tool_call_id") for m in bot.messages[3:]] == ["call_1", "call_2", "call_3"]
     assert [json.loads(m["content"]).get("error") for m in bot.messages[4:]] == [
-        "not executed: interrupted"] * 2
+        INTERRUPTED] * 2
     # ...and the trace still ends with agent_end, but those two answers emitted no events
     run = nb.load_trace(tracer.paths[0])
     assert run[-1]["type"] == "agent_end" and run[-1]["stop_reason"] == "interrupted"
