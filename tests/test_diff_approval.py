@@ -1,10 +1,14 @@
 """Lesson 06: diff approval. These tests exercise the code the notebook defines (its cell
 tagged "export"), so there is one definition, not a copy."""
 
+import errno
 import io
 import json
 import os
 import stat
+import tempfile
+import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,7 @@ import agent
 from agent import Agent, ScriptedClient, reply, tool_call
 
 nb = load_notebook("06-diff-approval.ipynb")
+sandbox = load_notebook("05-sandbox.ipynb")  # lesson 05, for the stacking tests
 
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
 
@@ -244,6 +249,16 @@ def test_old_str_not_found_or_found_twice_is_refused_before_asking(old_str, foun
     assert Path("calc.py").read_text(encoding="utf-8") == "x = 1\nx = 1\n"
 
 
+def test_overlapping_occurrences_count_as_ambiguous():
+    """The same contract as agent.edit_file: "aa" is twice in "aaa" (str.count says once)."""
+    write("a.txt", "aaa")
+    read, edit = gated(never_asked)
+    read("a.txt")
+    with pytest.raises(ValueError, match="exactly once in a.txt, found 2"):
+        edit("a.txt", "aa", "b")
+    assert Path("a.txt").read_text(encoding="utf-8") == "aaa"
+
+
 def test_other_refusals_before_asking(workdir):
     Path("folder").mkdir()
     read, edit = gated(never_asked)
@@ -273,7 +288,7 @@ def test_an_edit_that_changes_nothing_is_not_asked_and_not_written():
 # --- the atomic write ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", [0o600, 0o640, 0o755, 0o444])
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o755, 0o200], ids=oct)
 def test_permission_bits_are_kept(mode):
     write("run.sh", "echo hi\n")
     os.chmod("run.sh", mode)
@@ -282,6 +297,48 @@ def test_permission_bits_are_kept(mode):
     edit("run.sh", "hi", "hello")
     assert stat.S_IMODE(os.stat("run.sh").st_mode) == mode
     assert Path("run.sh").read_text(encoding="utf-8") == "echo hello\n"
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o555, 0o400], ids=oct)
+def test_a_read_only_file_is_refused_before_asking_and_left_alone(workdir, mode):
+    write("LICENSE", "MIT\n")
+    os.chmod("LICENSE", mode)
+    read, edit = gated(never_asked)
+    read("LICENSE")
+    for old_str in ("MIT", ""):
+        with pytest.raises(PermissionError, match="LICENSE is read-only.*Nothing was written"):
+            edit("LICENSE", old_str, "GPL\n")
+    assert Path("LICENSE").read_text(encoding="utf-8") == "MIT\n"
+    assert stat.S_IMODE(os.stat("LICENSE").st_mode) == mode
+    assert names(workdir) == ["LICENSE"]
+    with pytest.raises(PermissionError, match="read-only"):  # write_atomic refuses on its own
+        nb.write_atomic(Path("LICENSE"), b"GPL\n")
+    assert Path("LICENSE").read_text(encoding="utf-8") == "MIT\n"
+
+
+def test_a_file_this_process_may_not_write_is_refused(monkeypatch):
+    write("theirs.txt", "x\n")  # 0o644, but os.access says no (as for another user's file)
+    read, edit = gated(never_asked)
+    read("theirs.txt")
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    with pytest.raises(PermissionError, match="theirs.txt is read-only"):
+        edit("theirs.txt", "x", "y")
+    assert Path("theirs.txt").read_text(encoding="utf-8") == "x\n"
+
+
+def test_made_read_only_while_the_person_decides_is_not_replaced(workdir):
+    write("a.txt", "a\n")
+
+    def person(path, diff):
+        os.chmod(path, 0o444)
+        return nb.APPROVE
+
+    read, edit = gated(person)
+    read("a.txt")
+    with pytest.raises(PermissionError, match="a.txt.*read-only"):
+        edit("a.txt", "a", "b")
+    assert Path("a.txt").read_text(encoding="utf-8") == "a\n"
+    assert names(workdir) == ["a.txt"]
 
 
 def test_a_created_file_gets_the_usual_permissions_and_its_parent_folders(workdir):
@@ -302,6 +359,45 @@ def test_no_temporary_file_after_success(workdir):
     for i in range(3):
         edit("greet.py", "", GREET + f"# {i}\n")
     assert names(workdir) == ["greet.py"]
+
+
+def test_a_long_file_name_can_be_edited(workdir):
+    name = "n" * 246 + ".txt"  # 250 bytes: a legal name, but "." + name + ".xxxxxxxx.tmp" is not
+    write(name, "old\n")
+    read, edit = gated()
+    read(name)
+    assert edit(name, "old", "new")["action"] == "edited"
+    assert Path(name).read_text(encoding="utf-8") == "new\n"
+    assert names(workdir) == [name]
+    long_unicode = "é" * 120 + ".md"  # 243 bytes in UTF-8: cut by bytes, not by characters
+    assert edit(long_unicode, "", "x\n")["action"] == "created"
+    assert names(workdir) == sorted([name, long_unicode])
+
+
+def test_write_errors_name_the_workspace_path_not_the_absolute_one(workdir, monkeypatch):
+    write("src/greet.py", GREET)
+    read, edit = gated()
+    read("src/greet.py")
+
+    def no_space(*args, dir=None, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", os.path.join(dir, ".greet.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", no_space)
+    with pytest.raises(OSError) as caught:
+        edit("src/greet.py", "Hello", "Hi")
+    message = str(caught.value)
+    assert message.startswith("src/greet.py: the write failed (No space left on device)")
+    assert str(workdir) not in message and os.path.realpath(workdir) not in message
+    assert Path("src/greet.py").read_text(encoding="utf-8") == GREET
+
+
+def test_a_name_too_long_for_the_file_system_gives_a_relative_error(workdir):
+    _, edit = gated()
+    with pytest.raises(OSError) as caught:
+        edit("x" * 300 + ".txt", "", "x\n")
+    assert str(workdir) not in str(caught.value) and os.path.realpath(workdir) not in str(
+        caught.value)
+    assert names(workdir) == []
 
 
 def test_bytes_are_written_exactly():
@@ -384,33 +480,170 @@ def test_editing_through_a_symlink_keeps_the_link():
     write("real.txt", "old\n")
     os.symlink("real.txt", "link.txt")
     read, edit = gated()
-    read("link.txt")
-    edit("link.txt", "old", "new")
+    assert read("link.txt")["path"] == "real.txt"  # the model is told where it really read
+    assert edit("link.txt", "old", "new")["path"] == "real.txt"
     assert os.path.islink("link.txt")
     assert Path("real.txt").read_text(encoding="utf-8") == "new\n"
 
 
-# --- stacking with a path-resolving function (e.g. the sandbox of lesson 05) ------------------
+# --- the policy sees the real path: no ".." or symlink hides where a write lands ----------
 
 
-def test_resolve_maps_the_models_paths(workdir):
-    (workdir / "project").mkdir()
+@pytest.fixture
+def work_and_outside(workdir, monkeypatch):
+    """A working folder with docs/, and a folder beside it with a file the model must not
+    change; the current directory is the working folder."""
+    (workdir / "work" / "docs").mkdir(parents=True)
+    (workdir / "outside").mkdir()
+    (workdir / "outside" / "setup.py").write_text("outside\n", encoding="utf-8")
+    (workdir / "work" / "setup.py").write_text("inside\n", encoding="utf-8")
+    monkeypatch.chdir(workdir / "work")
+    return workdir
 
-    def inside_project(path):
-        if ".." in Path(path).parts:
-            raise PermissionError(f"{path} is outside the project")
-        return workdir / "project" / path
 
-    _, registry = nb.approval_tools(nb.approve_all, resolve=inside_project)
-    read, edit = registry["read_file"], registry["edit_file"]
-    assert edit("notes.md", "", "hi\n") == {"path": "notes.md", "action": "created",
-                                            "approved": True}
-    assert read("notes.md") == {"path": "notes.md", "content": "hi\n"}
-    assert (workdir / "project" / "notes.md").read_text(encoding="utf-8") == "hi\n"
-    _, registry = nb.approval_tools(never_asked, resolve=inside_project)
-    with pytest.raises(PermissionError, match="outside the project"):
-        registry["edit_file"]("../escape.md", "", "x")
-    assert not (workdir / "escape.md").exists()
+def test_dot_dot_cannot_slip_past_approve_matching(work_and_outside):
+    """The reviewer's bypass: fnmatch's * matched "/" and "..", on the model's raw path."""
+    policy = recording(None)
+    _, registry = nb.approval_tools(lambda path, diff: policy(path, diff) and
+                                    nb.approve_matching("docs/*")(path, diff))
+    registry["read_file"]("docs/../../outside/setup.py")
+    with pytest.raises(nb.Rejected, match="edit of ../outside/setup.py: only files matching"):
+        registry["edit_file"]("docs/../../outside/setup.py", "", "gone\n")
+    assert (work_and_outside / "outside" / "setup.py").read_text(encoding="utf-8") == "outside\n"
+    [(path, diff)] = policy.asked
+    assert path == "../outside/setup.py"
+    assert diff.startswith("--- a/../outside/setup.py\n+++ b/../outside/setup.py\n")
+
+
+def test_a_symlink_cannot_slip_past_approve_matching(work_and_outside):
+    os.symlink("../setup.py", "docs/link.md")
+    policy = recording(nb.reject("shown"))
+    read, edit = gated(lambda path, diff: policy(path, diff) if not nb.approve_matching(
+        "docs/*")(path, diff).approved else nb.APPROVE)
+    read("docs/link.md")
+    with pytest.raises(nb.Rejected, match="edit of setup.py"):
+        edit("docs/link.md", "", "gone\n")
+    assert Path("setup.py").read_text(encoding="utf-8") == "inside\n"
+    [(path, diff)] = policy.asked  # the person is shown the file that would change
+    assert path == "setup.py" and diff.startswith("--- a/setup.py\n+++ b/setup.py\n")
+
+
+def test_approve_matching_matches_segments_and_never_outside():
+    def approved(pattern, path):
+        return nb.approve_matching(pattern)(path, "").approved
+
+    assert approved("docs/*", "docs/a.md") and approved("docs/*", "./docs/a.md")
+    assert not approved("docs/*", "docs/api/a.md")  # * stays inside one folder
+    assert approved("docs/**", "docs/api/deep/a.md") and approved("docs/**/*.md", "docs/a.md")
+    assert approved("*.md", "README.md") and approved("*.md", "docs/api/a.md")  # any depth
+    assert not approved("*.md", "docs/a.py")
+    assert not approved("docs/*", "docs/../setup.py") and approved("*", "docs/../setup.py")
+    for path in ("docs/../../outside/a.md", "../a.md", "..", "/docs/a.md", "/etc/a.md",
+                 "docs/../../docs/a.md"):
+        for pattern in ("docs/*", "docs/**", "*.md", "*", "**", "../*", "/*"):
+            assert not approved(pattern, path), (pattern, path)
+
+
+# --- stacking with lesson 05's sandbox ------------------------------------------------------
+
+
+@pytest.fixture
+def jailed(workdir):
+    """approval_tools stacked on lesson 05's sandbox, as the lesson shows it."""
+    (workdir / "project" / "docs").mkdir(parents=True)
+    (workdir / "secret.txt").write_text("secret\n", encoding="utf-8")
+    root = Path(os.path.realpath(workdir / "project"))
+    base_tools, base_registry = sandbox.sandbox_tools(root, risks=("read", "write"))
+
+    def make(policy):
+        return nb.approval_tools(policy, root=root, resolve=partial(sandbox.resolve_in, root),
+                                 tools=base_tools, registry=base_registry)
+    make.root = root
+    return make
+
+
+def within(seconds, func, *args):
+    """Run func in a thread; fail (instead of hanging the test run) if it takes too long."""
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(("value", func(*args)))
+        except Exception as exc:
+            outcome.append(("error", exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome, f"{func.__name__}{args} hung"
+    return outcome[0]
+
+
+def test_stacked_on_the_sandbox_edits_inside_and_keeps_its_list_files(jailed, workdir):
+    tools, registry = jailed(nb.approve_all)
+    agent.check_tools(tools, registry)
+    assert registry["list_files"].func is sandbox.list_in
+    assert registry["edit_file"]("docs/a.md", "", "a\n") == {
+        "path": "docs/a.md", "action": "created", "approved": True}
+    assert registry["read_file"]("./docs/../docs/a.md") == {"path": "docs/a.md",
+                                                            "content": "a\n"}
+    assert registry["edit_file"]("docs/a.md", "a", "b")["action"] == "edited"
+    assert (workdir / "project" / "docs" / "a.md").read_text(encoding="utf-8") == "b\n"
+
+
+def test_stacked_escapes_are_refused_before_asking(jailed, workdir):
+    (workdir / "project" / "out").symlink_to(workdir)
+    _, registry = jailed(never_asked)
+    for path in ("../secret.txt", "out/secret.txt", str(workdir / "secret.txt"), "~/x"):
+        with pytest.raises(sandbox.EscapeError):
+            registry["read_file"](path)
+        with pytest.raises(sandbox.EscapeError):
+            registry["edit_file"](path, "", "mine\n")
+    assert (workdir / "secret.txt").read_text(encoding="utf-8") == "secret\n"
+
+
+def test_stacked_reads_go_through_the_sandbox_so_a_fifo_does_not_hang(jailed, workdir):
+    os.mkfifo(workdir / "project" / "pipe")
+    _, registry = jailed(never_asked)
+    for call in (partial(registry["read_file"], "pipe"),
+                 partial(registry["edit_file"], "pipe", "", "x"),
+                 partial(registry["edit_file"], "pipe", "a", "b")):
+        kind, error = within(2, call)
+        assert kind == "error" and "pipe is not a regular file" in str(error)
+
+
+def test_stacked_errors_show_workspace_paths_only(jailed, workdir):
+    (workdir / "project" / "docs" / "a.md").write_text("a\n", encoding="utf-8")
+    _, registry = jailed(nb.approve_all)
+    messages = []
+    for call in (partial(registry["read_file"], "docs/missing.md"),
+                 partial(registry["edit_file"], "docs/missing.md", "old", "new"),
+                 partial(registry["edit_file"], "docs/a.md", "a", "b"),  # never read
+                 partial(registry["read_file"], "docs")):
+        with pytest.raises(Exception) as caught:  # noqa: B017 - each its own kind
+            call()
+        messages.append(str(caught.value))
+    assert messages[0] == "no such file or directory: docs/missing.md"
+    assert "docs/a.md exists but you have not read it" in messages[2]
+    for message in messages:
+        assert str(workdir) not in message and str(jailed.root) not in message, message
+
+
+def test_reads_and_fingerprints_go_through_the_base_read_file():
+    """Whatever read_file the base registry has is used, for the model's reads and for the
+    checks edit_file makes; the fingerprint is of the content it returned."""
+    write("a.txt", "a\n")
+    calls = []
+
+    def read_file(path: str) -> dict:
+        calls.append(path)
+        return agent.read_file(path)
+
+    _, registry = nb.approval_tools(nb.approve_all,
+                                    registry={**agent.TOOL_REGISTRY, "read_file": read_file})
+    registry["read_file"]("./a.txt")
+    registry["edit_file"]("a.txt", "a", "b")
+    assert calls == ["a.txt", "a.txt", "a.txt"]  # the read, the check, the re-check
 
 
 def test_other_base_tools_are_kept():
@@ -495,11 +728,11 @@ def test_ready_made_policies():
     diff = nb.make_diff("x", None, "x\n")
     assert nb.approve_all("any.py", diff) == nb.Decision(True, "")
     assert nb.reject_all("freeze")("any.py", diff) == nb.Decision(False, "freeze")
-    only_docs = nb.approve_matching("docs/*", "*.md")
+    only_docs = nb.approve_matching("docs/**", "*.md")
     assert only_docs("docs/a/b.txt", diff).approved
     assert only_docs("README.md", diff).approved
     refused = only_docs("src/main.py", diff)
-    assert not refused.approved and "docs/* or *.md" in refused.reason
+    assert not refused.approved and "docs/** or *.md" in refused.reason
 
 
 def test_scripted_answers_in_order_then_runs_out():
@@ -573,6 +806,19 @@ def test_a_missing_final_newline_is_marked_and_no_change_is_empty():
     assert nb.make_diff("a.txt", "same\n", "same\n") == ""
 
 
+@pytest.mark.parametrize("inside", ["\x0c", "\r", "\x1c", "\x85", "\u2028", "\u2029", "\v"])
+def test_lines_are_split_at_newline_only(inside):
+    """str.splitlines would break "a\x0cb\n" in two and mark a false missing newline."""
+    diff = nb.make_diff("a.txt", f"a{inside}b\nsame\n", f"a{inside}c\nsame\n")
+    assert diff == f"--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-a{inside}b\n+a{inside}c\n same\n"
+    assert "No newline" not in diff
+
+
+def test_a_file_name_with_a_newline_keeps_the_diff_header_on_one_line():
+    diff = nb.make_diff("evil\n+fake.py", None, "x\n")
+    assert diff.splitlines()[:2] == ["--- /dev/null", "+++ b/evil\\n+fake.py"]
+
+
 class Stream(io.StringIO):
     def __init__(self, tty):
         super().__init__()
@@ -597,6 +843,45 @@ def test_colour_only_when_the_output_is_a_terminal(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     nb.show_diff(diff, no_colour)
     assert no_colour.getvalue() == diff
+
+
+SNEAKY = 'import os; os.remove("data.db")\x1b[2K\x1b[G\n'  # erases itself on a terminal
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_control_characters_are_shown_not_obeyed(monkeypatch, tty):
+    diff = nb.make_diff("a.py", "x = 1\n", "x = 1\n" + SNEAKY + "\tindented\r\n\u202eevil\n")
+    out = Stream(tty)
+    nb.show_diff(diff, out)
+    shown = out.getvalue()
+    assert '+import os; os.remove("data.db")\\x1b[2K\\x1b[G' in shown
+    assert "+\tindented\\r" in shown and "+\\u202eevil" in shown  # tab kept, CR and RLO shown
+    added_by_us = shown.replace("\x1b[0m", "").replace("\x1b[1m", "")
+    for code in nb.ANSI.values():
+        added_by_us = added_by_us.replace(code, "")
+    assert "\x1b" not in added_by_us and "\r" not in added_by_us and "\u202e" not in shown
+    assert ("\x1b[32m+import" in shown) is tty  # our own colours are kept on a terminal
+
+
+def test_the_terminal_policy_shows_hidden_characters_in_diff_and_path(monkeypatch, capsys):
+    prompts = []
+    monkeypatch.setattr("builtins.input", lambda prompt: prompts.append(prompt) or "n")
+    diff = nb.make_diff("a.py", "", SNEAKY)
+    nb.ask_terminal("a\x1b[2K.py", diff)
+    assert "\\x1b[2K\\x1b[G" in capsys.readouterr().out
+    assert prompts == ["apply this change to a\\x1b[2K.py? [y/N, or say why not] "]
+    nb.showing(nb.reject_all("no\x1b[2K"))("a.py", diff)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and out.endswith("person:      rejected: no\\x1b[2K\n")
+
+
+def test_the_policy_gets_the_diff_as_it_is():
+    """Escaping is for what a person sees; a function policy gets the real text."""
+    policy = recording(nb.reject("no"))
+    _, edit = gated(policy)
+    with pytest.raises(nb.Rejected):
+        edit("a.py", "", SNEAKY)
+    assert policy.asked[0][1].endswith("+" + SNEAKY)
 
 
 def test_the_terminal_policy_colours_on_a_terminal_only(monkeypatch):
