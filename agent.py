@@ -202,6 +202,11 @@ def one_line(text: str, width: int = 150) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+# What the model is told about a call whose result was never recorded (answer_open_calls).
+INTERRUPTED = ("interrupted before this call's result was recorded; it may or may not have run, "
+               "so check before repeating it")
+
+
 class Agent:
     """Keeps the history and runs the loop; everything it does is reported to on_event."""
 
@@ -318,10 +323,6 @@ class Agent:
 
     def emit(self, event_type: str, **data) -> None:
         self.on_event({"type": event_type, **data})
-
-
-INTERRUPTED = ("interrupted before this call's result was recorded; it may or may not have run, "
-               "so check before repeating it")
 
 
 def call_tool(registry: dict, name: str, arguments: str):
