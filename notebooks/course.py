@@ -6,8 +6,10 @@
 - table() / history(): a readable table in Jupyter (HTML), plain text everywhere else
 """
 
+import atexit
 import html
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,8 +22,10 @@ import agent  # noqa: E402  (needs the path above)
 
 
 def fresh_workspace(name: str = "workspace") -> Path:
-    """Create an empty temporary folder, make it the working directory, return its path."""
+    """Create an empty temporary folder, make it the working directory, return its path.
+    It is removed when the kernel exits."""
     path = Path(tempfile.mkdtemp(prefix=f"afz-{name}-")).resolve()
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     os.chdir(path)
     return path
 
