@@ -9,10 +9,12 @@ An agent is six parts working together. Where to find each one here:
   the protocol     section 5  user -> assistant with tool_calls -> one tool message per call id
                               (Agent.append, Agent.answer_calls, assistant_message)
   the loop         section 5  decide -> act -> observe -> decide again (Agent.run)
-  the guards       section 5  MAX_TURNS, the "length" check, errors as observations
-                              (Agent.run_tool, call_tool), bounded output (bound)
+  the guards       section 1 sets the limits (MAX_TURNS, MAX_TOOL_OUTPUT); section 5 keeps
+                              them: the turn limit and the "length" check (Agent.run), errors
+                              as observations (Agent.run_tool, call_tool), bounded output (bound)
 
-Section 4 is the system prompt, section 6 an offline scripted model, section 7 the command line.
+Section 4 is the system prompt; after section 5, print_event's siblings trace_to and
+format_history let you watch a run; section 6 is an offline scripted model, 7 the command line.
 Run it offline with `python agent.py --demo`; with OPENAI_API_KEY set, `python agent.py`.
 """
 
@@ -187,7 +189,8 @@ def print_event(event: dict) -> None:
         if event.get("finish_reason") == "length":  # these calls will not run: show them
             for call in message.get("tool_calls", []):
                 function = call.get("function", {})
-                print(f"cut off:     {function.get('name')}({one_line(function.get('arguments'))})")
+                arguments = one_line(function.get("arguments") or "")
+                print(f"cut off:     {function.get('name')}({arguments})")
     elif kind == "tool_execution_start":
         print(f"tool call:   {event['name']}({one_line(event['arguments'])})")
     elif kind == "message_end" and role == "tool":
@@ -262,9 +265,9 @@ class Agent:
         if self.tools:  # some servers reject an empty tools list
             request["tools"] = self.tools
         response = self.client.chat.completions.create(**request)
-        if not getattr(response, "choices", None):  # e.g. a proxy's HTML page, with status 200
+        choice = (getattr(response, "choices", None) or [None])[0]
+        if getattr(choice, "message", None) is None:  # e.g. a proxy's HTML page, status 200
             raise openai.OpenAIError(f"the server sent no completion: {one_line(str(response))}")
-        choice = response.choices[0]
         usage = response.usage and response.usage.model_dump(mode="json", exclude_none=True)
         details = {"finish_reason": choice.finish_reason, "usage": usage,
                    "duration": time.perf_counter() - started}
@@ -351,8 +354,9 @@ def assistant_message(message) -> dict:
     data = message.model_dump(mode="json", exclude_none=True, exclude={"function_call"})
     extras = {key: value for key, value in data.items()
               if value != [] and key not in ("role", "content")}
-    for n, call in enumerate(extras.get("tool_calls", []), 1):  # a few servers omit the id,
-        call["id"] = call.get("id") or f"call_{time.time_ns()}_{n}"  # but results need one
+    # A few servers omit a call's id, but its result must name one.
+    for n, call in enumerate(extras.get("tool_calls", []), 1):
+        call["id"] = call.get("id") or f"call_{time.time_ns()}_{n}"
     return {"role": "assistant", "content": data.get("content") or "", **extras}
 
 
@@ -426,7 +430,7 @@ def reply(text: str, finish_reason: str = "stop", **extras) -> dict:
     return step(content=text, finish_reason=finish_reason, **extras)
 
 
-def unanswered_calls(messages: list[dict]) -> str | None:
+def pairing_problem(messages: list[dict]) -> str | None:
     """What a strict server says when tool calls and tool messages do not pair up."""
     waiting: list[str] = []  # call ids of the last assistant message not yet answered
     for m in messages:
@@ -452,7 +456,8 @@ class ScriptedClient:
 
     A step is step(...)/reply(...), a single tool_call(...), a list of tool calls (one
     message with parallel calls), or a function (messages) -> step that can react to the
-    history, as a real model would."""
+    history, as a real model would. Like a strict server, it rejects a request whose tool
+    calls and tool messages do not pair up (pairing_problem) with HTTP 400."""
 
     def __init__(self, steps: list):
         self.steps, self.requests = list(steps), []
@@ -464,7 +469,7 @@ class ScriptedClient:
         request = json.loads(to_json({"model": model, "messages": messages, **kwargs}))
         self.requests.append(request)  # a JSON copy: what a real server would receive
         n = len(self.requests)
-        problem = unanswered_calls(request["messages"])
+        problem = pairing_problem(request["messages"])
         if problem:  # reject it as OpenAI's API does, with HTTP 400
             response = httpx2.Response(400, request=httpx2.Request("POST", "http://scripted/v1"))
             raise openai.BadRequestError(problem, response=response, body=None)
@@ -556,11 +561,9 @@ def parse_args(argv):
         parser.error(f"--demo writes files; give it an empty --workdir, not {args.workdir}")
     if args.task is not None and not args.task.strip():
         parser.error("the task is empty")
-    if args.trace:
-        try:  # find out now, not half-way through a run
-            open(args.trace, "a").close()
-        except OSError as exc:
-            parser.error(f"--trace {args.trace}: {exc.strerror}")
+    trace = Path(args.trace or ".")
+    if args.trace and (trace.is_dir() or not trace.parent.is_dir()):  # now, not half-way
+        parser.error(f"--trace {args.trace}: not a file in an existing folder")
     return args
 
 
@@ -621,8 +624,14 @@ def run_session(agent: Agent, task: str | None, quiet: bool) -> int:
                     return 1
             if task is not None:
                 return 0
-    except (EOFError, KeyboardInterrupt):
+    except EOFError:
         print()
+        return 0
+    except KeyboardInterrupt:  # at the prompt: just leave; during a task: say so
+        print()
+        if agent.stop_reason == "interrupted":
+            print("interrupted", file=sys.stderr)
+            return 130
         return 0
 
 

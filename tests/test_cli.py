@@ -189,8 +189,9 @@ def test_demo_refuses_a_workdir_with_files_in_it_and_changes_nothing(cli):
 
 def test_a_trace_file_that_cannot_be_written_is_a_usage_error_before_the_run(cli):
     run = cli["trace_in_missing_folder"]
-    assert_usage_error(run.result, "--trace no/such/folder/run.jsonl: No such file or directory")
+    assert_usage_error(run.result, "--trace no/such/folder/run.jsonl: not a file in an existing")
     assert run.result.stdout == ""  # refused before the demo started
+    assert not (run.cwd / "no").exists()
 
 
 def test_an_empty_task_is_a_usage_error(cli):
@@ -241,7 +242,7 @@ def test_interactive_session_exits_on_ctrl_d_or_ctrl_c_without_traceback(
     assert out == "hello back\n\n" and err == ""
 
 
-def test_ctrl_c_while_a_tool_runs_ends_the_session_without_traceback(
+def test_ctrl_c_while_a_tool_runs_ends_the_session_saying_so_with_status_130(
         tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
 
@@ -251,9 +252,20 @@ def test_ctrl_c_while_a_tool_runs_ends_the_session_without_traceback(
     chat_agent = Agent(ScriptedClient([tool_call("slow")]), registry={"slow": slow},
                        tools=[schema(slow, "Takes long.")], on_event=None)
     monkeypatch.setattr("builtins.input", answers("go"))
-    assert run_session(chat_agent, None, quiet=True) == 0
-    assert capsys.readouterr().err == ""
+    assert run_session(chat_agent, None, quiet=True) == 130
+    assert capsys.readouterr().err == "interrupted\n"  # one line, no traceback
     assert chat_agent.stop_reason == "interrupted"
+
+
+def test_ctrl_c_during_one_task_says_interrupted_and_exits_130(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+
+    def ctrl_c(messages):
+        raise KeyboardInterrupt
+
+    chat_agent = Agent(ScriptedClient([ctrl_c]), on_event=None)
+    assert run_session(chat_agent, "do it", quiet=True) == 130
+    assert capsys.readouterr().err == "interrupted\n"
 
 
 def fake_openai(monkeypatch, *replies):
@@ -307,6 +319,10 @@ def test_api_error_with_one_task_exits_1_with_one_line(tmp_path, monkeypatch, ca
     {"error": {"message": "quota exceeded"}},  # an error object, but with status 200
     {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": []},
     "<html><body>502 Bad Gateway</body></html>",  # a proxy's page
+    {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+     "choices": [{"index": 0, "finish_reason": "stop"}]},  # a choice without a message
+    {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+     "choices": [{"index": 0, "delta": {"content": "hi"}}]},  # a streaming chunk
 ])
 def test_a_reply_that_is_not_a_completion_is_one_line_of_error_not_a_traceback(
         tmp_path, monkeypatch, capsys, body):

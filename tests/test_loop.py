@@ -622,6 +622,23 @@ def test_calls_cut_off_by_length_are_printed_as_cut_off_not_as_run(in_tmp, capsy
     assert "tool call:" not in out and "tool error:" in out
 
 
+def test_a_cut_off_call_without_arguments_is_printed_without_crashing(in_tmp, capsys):
+    class NoArguments:  # a cut-off message whose call has no arguments at all
+        def __init__(self):
+            self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
+            self.script = ScriptedClient([step(tool_call("list_files"), finish_reason="length"),
+                                          reply("ok")])
+
+        def create(self, **request):
+            response = self.script.create(**request)
+            for call in response.choices[0].message.tool_calls or []:
+                call.function.arguments = None
+            return response
+
+    assert Agent(NoArguments()).chat("go") == "ok"
+    assert "cut off:     list_files()" in capsys.readouterr().out
+
+
 def test_the_default_printer_leaves_errors_to_whoever_catches_them(in_tmp, capsys):
     def boom(messages):
         raise RuntimeError("server down")

@@ -153,6 +153,8 @@ def answer(call_id):
     ([*USER, CALLED, answer("call_1"), answer("call_2"), answer("call_2")],
      "'call_2' answers no open tool call"),
     ([*USER, answer("call_9")], "'call_9' answers no open tool call"),
+    ([*USER, CALLED, answer("call_1"), {"role": "user", "content": "next"}, answer("call_2")],
+     "no answer for ['call_2']"),  # an answer that comes too late does not count
 ])
 def test_an_unanswered_or_unmatched_call_is_rejected_with_http_400(history, complaint):
     client = ScriptedClient([reply("never")])
