@@ -1,21 +1,27 @@
 """Agent from Zero: a minimal coding agent in one readable file.
 
-An agent is six parts working together. Where to find each one here:
+An agent is six parts working together, as the course's articles count them. Where each is:
 
-  the model        section 1  configured from the environment, never a key in code
-  tools            section 2  plain functions that do the work: read_file, list_files, edit_file
-  tool schemas     section 3  what the model is told it may call (TOOLS), beside what the host
-                              runs (TOOL_REGISTRY), checked to agree (check_tools)
-  the protocol     section 5  user -> assistant with tool_calls -> one tool message per call id
-                              (Agent.append, Agent.answer_calls, assistant_message)
-  the loop         section 5  decide -> act -> observe -> decide again (Agent.run)
-  the guards       section 1 sets the limits (MAX_TURNS, MAX_TOOL_OUTPUT); section 5 keeps
-                              them: the turn limit and the "length" check (Agent.run), errors
-                              as observations (Agent.run_tool, call_tool), bounded output (bound)
+  1 the model        section 1  configured from the environment, never a key in code
+  2 tool schemas     section 3  what the model is told it may call (TOOLS), beside what the
+                                host runs (TOOL_REGISTRY), checked to agree (check_tools)
+  3 tools            section 2  plain functions that do the work: read_file, list_files, edit_file
+  4 the protocol     section 5  user -> assistant with tool_calls -> one tool message per call id
+                                (Agent.append, Agent.answer_calls, assistant_message)
+  5 the loop         section 5  decide -> act -> observe -> decide again (Agent.run)
+  6 the guards       section 1 sets the limits (MAX_TURNS, MAX_TOOL_OUTPUT); section 5 keeps
+    (governance)                them: the turn limit and the "length" check (Agent.run), errors
+                                as observations (Agent.run_tool, call_tool), bounded output (bound)
 
 Section 4 is the system prompt; after section 5, print_event's siblings trace_to and
 format_history let you watch a run; section 6 is an offline scripted model, 7 the command line.
 Run it offline with `python agent.py --demo`; with OPENAI_API_KEY set, `python agent.py`.
+
+The lessons grow the agent through a few extension points, never by copying the loop:
+  tools=, registry=     the tools are data: pass other functions and their schemas
+  on_event=             one callback sees every event; fan_out(a, b) gives it to several
+  a subclass            overrides one small method: ask_model, answer_calls, run_tool, or
+                        request_messages (what a request sends: the history itself, by default)
 """
 
 from __future__ import annotations
@@ -205,9 +211,19 @@ def one_line(text: str, width: int = 150) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-# What the model is told about a call whose result was never recorded (answer_open_calls).
+def fan_out(*handlers):
+    """One on_event handler that gives every event to each handler, in order."""
+    def on_event(event: dict) -> None:
+        for handler in handlers:
+            handler(event)
+    return on_event
+
+
+# What the model is told about a call whose result was never recorded (answer_open_calls):
+# one whose tool had started may have done its work; one that never started did not.
 INTERRUPTED = ("interrupted before this call's result was recorded; it may or may not have run, "
                "so check before repeating it")
+NOT_RUN = "not run: the run was stopped before this call started"
 
 
 class Agent:
@@ -223,6 +239,7 @@ class Agent:
         self.on_event = on_event or (lambda event: None)
         self.messages: list[dict] = [{"role": "system", "content": system_prompt}]
         self.stop_reason: str | None = None
+        self.started_calls: set[str] = set()  # their tools began, so they may have run
 
     def chat(self, text: str) -> str:
         """Add the user's message, run the loop until it ends, return the final text."""
@@ -261,7 +278,7 @@ class Agent:
         """One model call, sent the whole history and the tool schemas."""
         self.emit("message_start", turn=turn, role="assistant", messages=len(self.messages))
         started = time.perf_counter()
-        request = {"model": self.model, "messages": self.messages}
+        request = {"model": self.model, "messages": self.request_messages()}
         if self.tools:  # some servers reject an empty tools list
             request["tools"] = self.tools
         response = self.client.chat.completions.create(**request)
@@ -272,6 +289,11 @@ class Agent:
         details = {"finish_reason": choice.finish_reason, "usage": usage,
                    "duration": time.perf_counter() - started}
         return assistant_message(choice.message), details
+
+    def request_messages(self) -> list[dict]:
+        """What a request sends: the history itself. A lesson that sends a documented
+        conversion of it instead (a compacted history, say) overrides this one method."""
+        return self.messages
 
     def answer_calls(self, calls: list[dict], turn: int, truncated: bool = False) -> None:
         """Give every call exactly one tool message, in the order of the calls."""
@@ -295,8 +317,9 @@ class Agent:
         answered = {m.get("tool_call_id") for m in self.messages[last + 1:]}
         for call in self.messages[last].get("tool_calls", []):
             if call["id"] not in answered:  # appended quietly: the handler may be what failed
+                text = INTERRUPTED if call["id"] in self.started_calls else NOT_RUN
                 self.messages.append({"role": "tool", "tool_call_id": call["id"],
-                                      "content": error_json(INTERRUPTED)})
+                                      "content": error_json(text)})
 
     def run_tool(self, call: dict, turn: int) -> tuple[str, bool]:
         """Run one call. Every failure becomes a result the model can read and act on."""
@@ -304,6 +327,7 @@ class Agent:
         name, arguments = function.get("name", "?"), function.get("arguments") or "{}"
         self.emit("tool_execution_start", turn=turn, tool_call_id=call["id"], name=name,
                   arguments=arguments)
+        self.started_calls.add(call["id"])  # from here on, it may have done its work
         started = time.perf_counter()
         offered = {tool["function"]["name"] for tool in self.tools}  # never run what was
         runnable = {n: f for n, f in self.registry.items() if n in offered}  # not offered
@@ -369,12 +393,17 @@ def error_json(text: str) -> str:
 
 
 def bound(text: str, limit: int) -> str:
-    """Keep the head and the tail of an over-long result, and say what was cut."""
+    """Keep the head and the tail of an over-long result, and say what was cut; the whole
+    result, note included, is at most limit characters."""
     if len(text) <= limit:
         return text
-    head, tail = text[: limit * 3 // 4], text[len(text) - limit // 4:]
-    cut = len(text) - len(head) - len(tail)
-    return f"{head}\n[... output truncated: {cut} of {len(text)} characters cut ...]\n{tail}"
+    note = "\n[... output truncated: {} of {} characters cut ...]\n"
+    room = limit - len(note.format(len(text), len(text)))  # the note at its longest
+    if room < 0:  # no room for the text at all: the note alone says what happened
+        return note.format(len(text), len(text)).strip()[:limit]
+    head = text[: room * 3 // 4]
+    tail = text[len(text) - (room - len(head)):]
+    return head + note.format(len(text) - len(head) - len(tail), len(text)) + tail
 
 
 # --- Watching it: a trace file and a history table ---------------------------------------
@@ -578,10 +607,7 @@ def main(argv=None) -> int:
     handlers = [] if args.quiet else [print_event]
     if args.trace:
         handlers.append(trace_to(os.path.abspath(args.trace)))
-
-    def on_event(event):
-        for handler in handlers:
-            handler(event)
+    on_event = fan_out(*handlers)
 
     if args.demo:
         with tempfile.TemporaryDirectory(prefix="agent-demo-") as tmp:

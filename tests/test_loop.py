@@ -16,10 +16,13 @@ from agent import (
     INTERRUPTED,
     MAX_TOOL_OUTPUT,
     MAX_TURNS,
+    NOT_RUN,
     TOOL_REGISTRY,
     TOOLS,
     Agent,
     ScriptedClient,
+    bound,
+    fan_out,
     reply,
     schema,
     step,
@@ -391,9 +394,42 @@ def test_inv6_keyboard_interrupt_in_a_tool_mid_batch_leaves_every_call_answered(
     answers = tool_messages(agent)
     assert [m["tool_call_id"] for m in answers] == ["call_1", "call_2", "call_3"]
     assert answers[0]["content"] == '{"ok": true}'
-    assert [json.loads(m["content"])["error"] for m in answers[1:]] == \
-        [INTERRUPTED] * 2
+    # the interrupted call may have done its work; the one after it never started
+    assert [json.loads(m["content"])["error"] for m in answers[1:]] == [INTERRUPTED, NOT_RUN]
     assert_history_valid(agent.messages)
+
+
+def test_inv6_a_call_refused_before_its_tool_started_is_answered_as_not_run():
+    """An event handler that raises at tool_execution_start stops the run before the tool
+    runs: the model is told the call did not run, not that it may have."""
+    ran = []
+
+    def refuse(event):
+        if event["type"] == "tool_execution_start":
+            raise RuntimeError("handler refused")
+
+    agent = Agent(ScriptedClient([[tool_call("list_files"), tool_call("list_files")]]),
+                  registry={"list_files": lambda path=".": ran.append(path)}, on_event=refuse)
+    with pytest.raises(RuntimeError):
+        agent.chat("go")
+    assert ran == []
+    answers = tool_messages(agent)
+    assert [json.loads(m["content"])["error"] for m in answers] == [NOT_RUN, NOT_RUN]
+    assert_history_valid(agent.messages)
+
+
+def test_inv6_a_call_whose_end_was_not_recorded_may_have_run():
+    """The tool ran, then the handler failed at tool_execution_end: its result was never
+    recorded, and the model is told it may or may not have run."""
+    def fail_at_end(event):
+        if event["type"] == "tool_execution_end":
+            raise RuntimeError("handler failed")
+
+    agent = Agent(ScriptedClient([tool_call("list_files")]), on_event=fail_at_end)
+    with pytest.raises(RuntimeError):
+        agent.chat("go")
+    [answer] = tool_messages(agent)
+    assert json.loads(answer["content"])["error"] == INTERRUPTED
 
 
 def interrupt_when(predicate):
@@ -437,7 +473,7 @@ def test_inv7_tool_output_over_the_limit_is_cut_with_a_note_giving_the_original_
     agent.chat("go")
     [answer] = tool_messages(agent)
     content = answer["content"]
-    assert len(content) < 1000 + 100
+    assert len(content) <= 1000  # the note included
     assert "of 10000 characters" in content and "truncated" in content
     assert content.startswith("H" * 500) and content.endswith("T" * 200)  # head and tail kept
     assert "M" * 10 not in content
@@ -462,8 +498,25 @@ def test_inv7_a_big_file_read_through_the_default_tools_is_bounded(in_tmp):
     assert agent.max_tool_output == MAX_TOOL_OUTPUT == 20_000
     agent.chat("read it")
     content = tool_messages(agent)[0]["content"]
-    assert len(content) < MAX_TOOL_OUTPUT + 100
+    assert MAX_TOOL_OUTPUT - 2 <= len(content) <= MAX_TOOL_OUTPUT
     assert f"of {len(original)} characters" in content
+
+
+@pytest.mark.parametrize("limit", [1, 10, 60, 61, 62, 100, 1000, 20_000])
+def test_inv7_a_bounded_result_never_exceeds_the_limit_and_says_what_was_cut(limit):
+    for size in (limit + 1, limit + 7, 2 * limit + 3, 10 * limit, 123_456):
+        text = "".join(chr(97 + i % 26) for i in range(size))
+        cut = bound(text, limit)
+        assert len(cut) <= limit, (limit, size, len(cut))
+        if "\n[... output truncated: " not in cut:  # no room for any text: the note alone
+            assert cut == f"[... output truncated: {size} of {size} characters cut ...]"[:limit]
+            continue
+        head, rest = cut.split("\n[... output truncated: ")
+        counted, tail = rest.split(" characters cut ...]\n")
+        assert counted.endswith(f" of {size}") and text.startswith(head) and text.endswith(tail)
+        assert len(head) + int(counted.split(" of ")[0]) + len(tail) == size
+        # all that fits is kept: only the count may be shorter than the note at its longest
+        assert len(cut) >= limit - len(str(size))
 
 
 # --- invariant 8: every request is the full history plus the tools -------------------------
@@ -491,6 +544,27 @@ def test_inv8_every_request_equals_agent_messages_at_that_moment_and_carries_too
     assert seen[-1][0]["messages"] == agent.messages[:-1]
 
 
+def test_inv8_request_messages_is_the_seam_for_what_is_sent_and_the_history_stays_whole():
+    """A subclass may send a documented conversion of the history (lessons 09 and 12); the
+    default sends agent.messages itself, and the history the loop keeps is never changed."""
+    class LastTwoOnly(Agent):
+        def request_messages(self):
+            return [self.messages[0], *self.messages[-2:]]
+
+    agent = LastTwoOnly(ScriptedClient([tool_call("list_files"), reply("a"), reply("b")]),
+                        on_event=None)
+    agent.chat("first")
+    agent.chat("second")
+    sent = [request["messages"] for request in agent.client.requests]
+    assert [len(m) for m in sent] == [3, 3, 3]
+    assert sent[2] == [agent.messages[0], *agent.messages[-3:-1]]
+    assert len(agent.messages) == 7  # system, user, call, result, answer, user, answer
+    plain, client, _ = make_agent([reply("a")])
+    assert plain.request_messages() is plain.messages
+    plain.chat("hi")
+    assert client.requests[0]["messages"] == plain.messages[:-1]
+
+
 def test_inv8_no_tools_key_is_sent_when_the_agent_has_no_tools():
     agent, client, _ = make_agent([reply("hi")], tools=[], registry={})
     agent.chat("hello")
@@ -498,6 +572,18 @@ def test_inv8_no_tools_key_is_sent_when_the_agent_has_no_tools():
 
 
 # --- events --------------------------------------------------------------------------------
+
+
+def test_fan_out_gives_every_event_to_each_handler_in_order():
+    seen = []
+    agent = Agent(ScriptedClient([tool_call("list_files"), reply("done")]),
+                  on_event=fan_out(lambda e: seen.append(("a", e["type"])),
+                                   lambda e: seen.append(("b", e["type"]))))
+    agent.chat("go")
+    assert [who for who, _ in seen] == ["a", "b"] * (len(seen) // 2)
+    assert [kind for who, kind in seen if who == "a"] == [kind for who, kind in seen
+                                                          if who == "b"]
+    assert seen[0] == ("a", "agent_start") and seen[-1] == ("b", "agent_end")
 
 
 def test_events_come_in_order_for_one_tool_call_and_an_answer():
