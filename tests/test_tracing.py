@@ -428,7 +428,8 @@ def test_a_replay_notices_when_the_host_changed(project, tmp_path, monkeypatch):
     monkeypatch.chdir(make_project(tmp_path / "replay"))
     changed = nb.replay(records, max_tool_output=5_000)  # someone lowered the bound
     differences = nb.history_differences(records, changed.messages)
-    assert len(differences) == 1 and differences[0].startswith("message 6 (tool): recorded 20,000 characters")
+    assert len(differences) == 1
+    assert differences[0].startswith("message 6 (tool): recorded 20,000 characters")
 
     monkeypatch.chdir(make_project(tmp_path / "replay-2"))
     hidden = {**TOOL_REGISTRY, "list_files": lambda path=".": {"path": path, "files": []}}
