@@ -1,33 +1,94 @@
-"""Small helpers the notebooks share. Nothing here is part of the agent.
+"""Helpers the notebooks share. Nothing here is part of the agent.
 
-- makes `import agent` work from notebooks/ (agent.py lives one folder up)
-- fresh_workspace(): a new, empty temporary folder to work in, so a notebook never
-  touches the repository and its outputs never show a machine's paths
-- table() / history(): a readable table in Jupyter (HTML), plain text everywhere else
+In a notebook:
+  fresh_workspace(name)    a new temporary folder to work in; says where it is, and that it is
+                           deleted when the kernel stops
+  scratch()                a throw-away folder for one block of code (checks, exercises)
+  table(), history()       readable tables: HTML in Jupyter, aligned text everywhere else
+  watch(agent)             the history table, growing in place as each message lands
+  rewind(label, *things)   makes a cell that carries a story on safe to run again
+  check("04.2", answer)    runs an exercise's checks on your code and says what passed
+  import sandbox           a lesson's export cells, loaded as a module (any lesson with them)
+
+From a shell:
+  python notebooks/course.py export NN-slug -o FILE.py   a lesson's export cells as one module
+  python notebooks/course.py export --all -o DIR          every lesson's, one module each
+  python notebooks/course.py execute NN-slug | --all      re-run notebooks, save their outputs
 """
 
+from __future__ import annotations
+
+import argparse
+import ast
 import atexit
+import contextlib
+import copy
 import html
+import importlib.abc
+import importlib.util
+import json
 import os
 import shutil
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = Path(__file__).resolve().parent
+ROOT = NOTEBOOKS.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import agent  # noqa: E402  (needs the path above)
 
+# The first lines of every notebook's first code cell (a test checks it). They find this
+# file from wherever the notebook was opened, and say in one sentence what to do if they can't.
+FIRST_CELL = '''\
+# Find the course's helpers (notebooks/course.py): above this folder, or in the repository
+# that $AGENT_FROM_ZERO names - so a copy of this notebook runs anywhere.
+import os
+import sys
+from pathlib import Path
+
+if "course" not in sys.modules:
+    places = [Path.cwd(), *Path.cwd().parents, Path(os.environ.get("AGENT_FROM_ZERO", "."))]
+    found = [p / "notebooks" for p in places if (p / "notebooks" / "course.py").is_file()]
+    if not found:
+        raise SystemExit("This notebook needs the course's files: open it from the notebooks/"
+                         " folder of Agent from Zero, or set AGENT_FROM_ZERO to that folder.")
+    sys.path.insert(0, str(found[0].resolve()))
+import course  # also puts the repository on sys.path, so `import agent` works
+'''
+
+
+# --- Folders --------------------------------------------------------------------------------
+
 
 def fresh_workspace(name: str = "workspace") -> Path:
     """Create an empty temporary folder, make it the working directory, return its path.
-    It is removed when the kernel exits."""
+    It is removed when the kernel exits; the notebook says so where it is made."""
     path = Path(tempfile.mkdtemp(prefix=f"afz-{name}-")).resolve()
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     os.chdir(path)
+    print(f"workspace: {path}\n(a new temporary folder, now the current directory; it is "
+          "deleted when the kernel stops, so copy out anything you want to keep)")
     return path
+
+
+@contextlib.contextmanager
+def scratch(name: str = "scratch"):
+    """A throw-away temporary folder as the working directory, for one block of code."""
+    before = os.getcwd()
+    path = Path(tempfile.mkdtemp(prefix=f"afz-{name}-")).resolve()
+    os.chdir(path)
+    try:
+        yield path
+    finally:
+        os.chdir(before)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# --- Tables ---------------------------------------------------------------------------------
 
 
 class Table:
@@ -63,3 +124,448 @@ def history(messages, width=70) -> Table:
     """The message history, one row per message (and one per extra parallel tool call)."""
     rows = [(i, *row) for i, row in enumerate(agent.history_rows(messages))]
     return Table(["#", "role", "tool call", "tool_call_id", "content"], rows, width)
+
+
+# --- Watching a run live ----------------------------------------------------------------------
+
+
+def in_jupyter() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+@contextlib.contextmanager
+def watch(bot: agent.Agent, width: int = 70):
+    """Show bot's history while it runs: in Jupyter one table, updated in place as each
+    message lands; elsewhere one printed line per new row. print_event's lines are left out
+    while watching (the table shows the same); any other handler still gets every event."""
+    original = bot.on_event
+    if in_jupyter():
+        from IPython.display import display
+        handle = display(history(bot.messages, width), display_id=True)
+
+        def show():
+            handle.update(history(bot.messages, width))
+    else:
+        printed = 0  # lines of the table printed so far, the header included
+
+        def show():
+            nonlocal printed
+            lines = agent.format_history(bot.messages, width).splitlines()
+            for line in lines[printed:]:
+                print(line)
+            printed = len(lines)
+
+    def on_event(event):
+        if original is not agent.print_event:
+            original(event)
+        if event["type"] == "message_end":
+            show()
+
+    bot.on_event = on_event
+    try:
+        yield bot
+    finally:
+        bot.on_event = original
+        show()  # answers appended quietly (after Ctrl-C, say) appear too
+
+
+# --- Cells that can run again -------------------------------------------------------------------
+
+_rewind_points: dict[str, list] = {}
+
+
+def rewind(label: str, *things) -> None:
+    """The first line of a cell that carries a story on. The first time the cell runs, remember
+    the state of each thing; every later time, put it back first, so the cell shows the same
+    thing again. Things: an agent.Agent (its history and stop reason, and where its
+    ScriptedClient is), a ScriptedClient, a list or a dict (contents), a folder (its files)."""
+    things = _with_clients(things)
+    point = _rewind_points.get(label)
+    if point is not None and len(point) == len(things) and all(
+            saved is thing for (saved, _), thing in zip(point, things, strict=True)):
+        for thing, state in point:
+            _restore(thing, state)
+        return
+    _rewind_points[label] = [(thing, _remember(thing)) for thing in things]
+
+
+def _with_clients(things) -> list:
+    out = []
+    for thing in things:
+        out.append(thing)
+        client = getattr(thing, "client", None)
+        if isinstance(thing, agent.Agent) and isinstance(client, agent.ScriptedClient):
+            out.append(client)
+    return out
+
+
+def _remember(thing):
+    if isinstance(thing, agent.Agent):
+        return copy.deepcopy((thing.messages, thing.stop_reason))
+    if isinstance(thing, agent.ScriptedClient):
+        return copy.deepcopy((thing.requests, thing.call_count))
+    if isinstance(thing, (list, dict)):
+        return copy.deepcopy(thing)
+    if isinstance(thing, Path) and thing.is_dir():
+        return _folder_state(thing)
+    raise TypeError(f"rewind cannot remember a {type(thing).__name__}; give it an Agent, a "
+                    "ScriptedClient, a list, a dict or a folder")
+
+
+def _restore(thing, state) -> None:
+    state = copy.deepcopy(state)
+    if isinstance(thing, agent.Agent):
+        thing.messages[:], thing.stop_reason = state
+    elif isinstance(thing, agent.ScriptedClient):
+        thing.requests[:], thing.call_count = state
+    elif isinstance(thing, list):
+        thing[:] = state
+    elif isinstance(thing, dict):
+        thing.clear()
+        thing.update(state)
+    else:
+        _restore_folder(thing, state)
+
+
+def _folder_state(folder: Path) -> dict:
+    state = {}
+    for path in sorted(folder.rglob("*")):
+        name = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            state[name] = ("link", os.readlink(path))
+        elif path.is_dir():
+            state[name] = ("dir", None)
+        else:
+            state[name] = ("file", path.read_bytes())
+    return state
+
+
+def _restore_folder(folder: Path, state: dict) -> None:
+    for path in list(folder.iterdir()):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    for name, (kind, value) in state.items():  # sorted: a folder comes before its files
+        path = folder / name
+        if kind == "dir":
+            path.mkdir()
+        elif kind == "link":
+            path.symlink_to(value)
+        else:
+            path.write_bytes(value)
+
+
+# --- Exercises and their checks ---------------------------------------------------------------
+
+CHECKS = NOTEBOOKS / "checks"
+_exercises: dict[str, tuple[str, object]] = {}  # "04.2" -> (title, check function)
+
+
+def exercise(exercise_id: str, title: str):
+    """Declare the check of one exercise (in notebooks/checks/NN-slug.py)."""
+    def register(check):
+        _exercises[exercise_id] = (title, check)
+        return check
+    return register
+
+
+class Report:
+    """What one run of an exercise's checks found: one line per check."""
+
+    def __init__(self, exercise_id: str, title: str):
+        self.exercise_id, self.title, self.results = exercise_id, title, []
+
+    def expect(self, condition, what: str, detail: str = "") -> bool:
+        self.results.append((bool(condition), what, "" if condition else detail))
+        return bool(condition)
+
+    @contextlib.contextmanager
+    def case(self, what: str):
+        """One check: it passes unless the block raises."""
+        try:
+            yield
+        except NotImplementedError:
+            self.results.append((False, what, "not written yet"))
+        except AssertionError as exc:
+            self.results.append((False, what, str(exc)))
+        except Exception as exc:
+            self.results.append((False, what, f"your code raised {_exception_line(exc)}"))
+        else:
+            self.results.append((True, what, ""))
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.results) and all(ok for ok, _, _ in self.results)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        good = sum(ok for ok, _, _ in self.results)
+        verdict = ("all pass - well done" if self.passed else
+                   f"{good} of {len(self.results)} pass")
+        lines = [f"Exercise {self.exercise_id}, {self.title}: {verdict}"]
+        for ok, what, detail in self.results:
+            mark = "PASS" if ok else "FAIL"
+            lines.append(f"  {mark}  {what}" + (f": {detail}" if detail else ""))
+        return "\n".join(lines)
+
+
+def _exception_line(exc: BaseException) -> str:
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def check(exercise_id: str, *answers) -> Report:
+    """Run exercise exercise_id's checks on your answer(s), in a scratch folder, and say in
+    plain words what passed and what did not."""
+    title, run = _find_exercise(exercise_id)
+    report = Report(exercise_id, title)
+    with scratch(f"check-{exercise_id}"):
+        try:
+            run(report, *answers)
+        except AssertionError as exc:  # the check's own assert, outside a case
+            report.results.append((False, "the check stopped", str(exc)))
+        except NotImplementedError:
+            report.results.append((False, "the check could not start", "not written yet"))
+        except Exception as exc:
+            report.results.append((False, "the check could not finish",
+                                   f"your code raised {_exception_line(exc)}"))
+    return report
+
+
+def _find_exercise(exercise_id: str):
+    if exercise_id not in _exercises:
+        lesson = exercise_id.split(".")[0]
+        for path in sorted(CHECKS.glob(f"{lesson}-*.py")):
+            _load_file(path, f"checks_{path.stem.replace('-', '_')}")
+    if exercise_id not in _exercises:
+        raise LookupError(f"no exercise {exercise_id!r}: the checks are in {CHECKS.name}/")
+    return _exercises[exercise_id]
+
+
+def all_exercises() -> dict[str, tuple[str, object]]:
+    """Every exercise of every lesson: id -> (title, check)."""
+    for path in sorted(CHECKS.glob("[0-9][0-9]-*.py")):
+        _load_file(path, f"checks_{path.stem.replace('-', '_')}")
+    return dict(sorted(_exercises.items()))
+
+
+def _load_file(path: Path, module_name: str):
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- Export cells: load them as a module, or write them to a file -------------------------------
+
+
+def notebook_path(name: str) -> Path:
+    """notebooks/NN-slug.ipynb from "NN-slug", "NN-slug.ipynb" or "NN"."""
+    stem = name.removesuffix(".ipynb")
+    matches = [NOTEBOOKS / f"{stem}.ipynb"] if (NOTEBOOKS / f"{stem}.ipynb").exists() else \
+        sorted(NOTEBOOKS.glob(f"{stem}-*.ipynb"))
+    if len(matches) != 1:
+        known = ", ".join(p.stem for p in sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb")))
+        raise LookupError(f"no notebook {name!r}; the notebooks are: {known}")
+    return matches[0]
+
+
+def module_name(path: Path) -> str:
+    """The name a notebook's export cells go by: its slug, "05-sandbox" -> "sandbox"."""
+    return path.stem.split("-", 1)[1].replace("-", "_")
+
+
+def cells(path: Path, tag: str | None = None) -> list[dict]:
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    return [cell for cell in notebook["cells"] if tag is None
+            or tag in cell.get("metadata", {}).get("tags", [])]
+
+
+def export_source(path: Path) -> str:
+    """The code of a notebook's export cells, one cell after another."""
+    code = [("".join(c["source"])).strip("\n") for c in cells(path, "export")
+            if c["cell_type"] == "code"]
+    if not code:
+        raise LookupError(f"{path.name} has no code cell tagged 'export'")
+    return "\n\n\n".join(code) + "\n"
+
+
+def load_notebook(name: str, tag: str = "export"):
+    """Run the cells of a notebook tagged `tag` in a fresh module and return it (a new copy on
+    every call; `import sandbox` gives the shared one)."""
+    import types
+    path = notebook_path(name)
+    source = export_source(path) if tag == "export" else "\n\n".join(
+        "".join(c["source"]) for c in cells(path, tag) if c["cell_type"] == "code")
+    module = types.ModuleType(module_name(path))
+    module.__file__ = str(path)
+    exec(compile(source, str(path), "exec"), module.__dict__)
+    return module
+
+
+class _ExportCellsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Makes `import sandbox` load notebooks/05-sandbox.ipynb's export cells, so export cells
+    can import each other by the names they have once exported. Real modules come first."""
+
+    def names(self) -> dict[str, Path]:
+        found = {}
+        for path in sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb")):
+            if any(c["cell_type"] == "code" for c in cells(path, "export")):
+                found[module_name(path)] = path
+        return found
+
+    def find_spec(self, fullname, path=None, target=None):
+        if path is not None or fullname not in self.names():
+            return None
+        return importlib.util.spec_from_loader(fullname, self, origin=str(self.names()[fullname]))
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        path = Path(module.__spec__.origin)
+        module.__file__ = str(path)
+        exec(compile(export_source(path), str(path), "exec"), module.__dict__)
+
+
+if not any(isinstance(finder, _ExportCellsFinder) for finder in sys.meta_path):
+    sys.meta_path.append(_ExportCellsFinder())
+
+
+def export(path: Path) -> str:
+    """A notebook's export cells as the text of one importable module, with a header."""
+    source = export_source(path)
+    uses = sorted({node.lineno for node in ast.walk(ast.parse(source))
+                   if isinstance(node, ast.Name) and node.id == "course"
+                   or isinstance(node, (ast.Import, ast.ImportFrom)) and "course" in
+                   [a.name for a in node.names] + [getattr(node, "module", None)]})
+    if uses:
+        raise ValueError(f"{path.name}: export cells must not use course (lines {uses} of the "
+                         "exported code); move display code to a cell that is not exported")
+    title = _title(path)
+    header = (f'"""{title}\n\nExported from notebooks/{path.name} by\n'
+              f"`python notebooks/course.py export {path.stem}`. Put agent.py beside it (and "
+              "the\nmodules of the other lessons it imports); then it is yours to change.\n"
+              '"""\n\n')
+    return header + source
+
+
+def _title(path: Path) -> str:
+    for cell in cells(path):
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return "Lesson " + line[2:].strip().replace(" — ", ": ", 1)
+    return f"Lesson {path.stem}"
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write text to path whole or not at all: a temporary file beside it, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+# --- Executing notebooks ------------------------------------------------------------------------
+
+
+def execute(path: Path, timeout: int = 600) -> None:
+    """Run a notebook top to bottom in a fresh kernel and save its outputs in place: what
+    nbval compares against. Temporary folders go under one that is removed afterwards."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    saved = os.environ.get("TMPDIR")
+    with tempfile.TemporaryDirectory(prefix="afz-execute-") as tmp:
+        os.environ["TMPDIR"] = tmp  # the kernel inherits it
+        try:
+            NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(path.parent)}},
+                           record_timing=False).execute()
+        finally:
+            if saved is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = saved
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)
+    write_file(path, nbformat.writes(notebook) + "\n")
+
+
+# --- Command line -----------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python notebooks/course.py",
+                                     description="Take a lesson's code away, or re-run notebooks.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    out = commands.add_parser("export", help="write a lesson's export cells as one module")
+    out.add_argument("lesson", nargs="?", help="e.g. 05-sandbox (or 05)")
+    out.add_argument("--all", action="store_true", help="every lesson with export cells")
+    out.add_argument("-o", "--output", required=True,
+                     help="the .py file to write (with --all: the folder)")
+    run = commands.add_parser("execute", help="re-run notebooks and save their outputs")
+    run.add_argument("lessons", nargs="*", help="e.g. 03-the-loop (or 03)")
+    run.add_argument("--all", action="store_true", help="every notebook")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "export":
+            return _export_command(parser, args)
+        return _execute_command(parser, args)
+    except (LookupError, ValueError, SyntaxError) as exc:
+        print(f"course.py: {exc}", file=sys.stderr)
+        return 1
+
+
+def _export_command(parser, args) -> int:
+    if args.all == bool(args.lesson):
+        parser.error("give one lesson, or --all")
+    output = Path(args.output)
+    if args.all:
+        if output.exists() and not output.is_dir():
+            parser.error(f"--all writes one file per lesson: {output} must be a folder")
+        finder = _ExportCellsFinder()
+        for name, path in finder.names().items():
+            write_file(output / f"{name}.py", export(path))
+            print(f"{output / (name + '.py')}  <- {path.name}")
+    else:
+        if output.is_dir():
+            parser.error(f"{output} is a folder; give the .py file to write")
+        path = notebook_path(args.lesson)
+        write_file(output, export(path))
+        print(f"{output}  <- {path.name}")
+    print("Put agent.py beside the exported modules: they import it.")
+    return 0
+
+
+def _execute_command(parser, args) -> int:
+    if args.all == bool(args.lessons):
+        parser.error("give one or more notebooks, or --all")
+    paths = (sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb")) if args.all
+             else [notebook_path(name) for name in args.lessons])
+    for path in paths:
+        print(f"executing {path.name} ...", flush=True)
+        execute(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

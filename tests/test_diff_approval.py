@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from notebook_code import load_notebook
+from course import load_notebook
 
 import agent
 from agent import Agent, ScriptedClient, reply, tool_call

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from notebook_code import load_notebook
+from course import load_notebook
 
 import agent
 from agent import TOOL_REGISTRY, TOOLS, Agent, ScriptedClient, call_tool, reply, tool_call

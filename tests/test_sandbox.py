@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from notebook_code import load_notebook
+from course import load_notebook
 
 import agent
 

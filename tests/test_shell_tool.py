@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from notebook_code import load_notebook
+from course import load_notebook
 
 import agent
 
@@ -153,7 +153,7 @@ AGENT_PROCESS = r"""
 import json, os, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from notebook_code import load_notebook
+from course import load_notebook
 run_command = load_notebook("05-sandbox.ipynb").make_run_command(Path(sys.argv[2]), timeout=2)
 os.environ["LESSON05_FAKE_LATER"] = "set-after-the-start"  # the notebook's first demo did this
 proc = r"tr '\0' '\n' < /proc/$PPID/environ"
@@ -169,7 +169,8 @@ def test_a_key_the_agent_started_with_leaks_through_proc(workspace):
     fake = "LESSON05_FAKE_API_KEY=not-a-real-key-for-the-tests"
     name, value = fake.split("=")
     done = subprocess.run(
-        [sys.executable, "-c", AGENT_PROCESS, str(Path(__file__).parent), str(workspace)],
+        [sys.executable, "-c", AGENT_PROCESS, str(Path(__file__).parent.parent / "notebooks"),
+         str(workspace)],
         env={name: value}, capture_output=True, text=True, timeout=60, check=True)
     env, proc = json.loads(done.stdout)
     assert "FAKE" not in env["output"]  # what the tool promises: nothing inherited

@@ -14,7 +14,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from notebook_code import load_notebook
+from course import load_notebook
 
 from agent import (
     INTERRUPTED,
