@@ -292,8 +292,8 @@ class Report:
             yield
         except NotImplementedError:
             self.results.append((False, what, "not written yet"))
-        except AssertionError as exc:
-            self.results.append((False, what, str(exc)))
+        except AssertionError as exc:  # its message is the detail (one line of it)
+            self.results.append((False, what, str(exc).split("\n")[0]))
         except Exception as exc:
             self.results.append((False, what, f"your code raised {_exception_line(exc)}"))
         else:

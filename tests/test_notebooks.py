@@ -1,0 +1,182 @@
+"""The notebooks as files: they travel, they need nothing from tests/, their code can be taken
+away (course.py export), and the course's helpers behave as the lessons say."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import course
+import pytest
+
+import agent
+from agent import Agent, ScriptedClient, reply, tool_call
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+
+
+def code_cells(path: Path) -> list[dict]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [c for c in cells if c["cell_type"] == "code"]
+
+
+# --- notebooks that travel ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_starts_with_the_cell_that_finds_the_course(path):
+    first = "".join(code_cells(path)[0]["source"]) + "\n"
+    assert first.startswith(course.FIRST_CELL)
+    assert "export" not in code_cells(path)[0].get("metadata", {}).get("tags", [])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_no_notebook_needs_anything_under_tests(path):
+    for cell in code_cells(path):
+        source = "".join(cell["source"])
+        assert '"tests"' not in source and "tests/" not in source and "notebook_code" not in source
+
+
+def run_first_cell(cwd: Path, **env) -> subprocess.CompletedProcess:
+    """The first cell as a student's kernel would run it, in another folder."""
+    program = course.FIRST_CELL + "print(course.__file__)\n"
+    environment = {k: v for k, v in os.environ.items() if k != "AGENT_FROM_ZERO"} | env
+    return subprocess.run([sys.executable, "-c", program], cwd=cwd, env=environment,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_notebook_copied_out_of_the_course_says_in_one_sentence_what_to_do(tmp_path):
+    done = run_first_cell(tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0  # one line, no traceback
+    assert "open it from the notebooks/ folder" in done.stderr
+    assert "set AGENT_FROM_ZERO" in done.stderr
+    assert "ModuleNotFoundError" not in done.stderr
+
+
+def test_a_notebook_copied_out_runs_when_agent_from_zero_names_the_course(tmp_path):
+    done = run_first_cell(tmp_path, AGENT_FROM_ZERO=str(ROOT))
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == ROOT / "notebooks" / "course.py"
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "lessons", "notebooks/checks", "."])
+def test_a_notebook_opened_anywhere_inside_the_repository_finds_the_course(folder):
+    done = run_first_cell(ROOT / folder)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == ROOT / "notebooks" / "course.py"
+
+
+def test_the_workspace_says_where_it_is_and_that_it_is_temporary(capsys):
+    before = Path.cwd()
+    try:
+        path = course.fresh_workspace("test")
+        said = capsys.readouterr().out
+        assert Path.cwd() == path and not any(path.iterdir())
+        assert str(path) in said and "temporary" in said and "deleted when the kernel stops" in said
+    finally:
+        os.chdir(before)
+
+
+# --- watch: the history growing, live ---------------------------------------------------------
+
+
+def test_watch_prints_each_new_row_as_it_lands_in_a_terminal(capsys):
+    steps = [[tool_call("list_files"), tool_call("list_files", path=".")], reply("done")]
+    bot = Agent(ScriptedClient(steps), "scripted")
+    seen_during_run = []
+    bot.registry = {"list_files": lambda path=".": seen_during_run.append(
+        capsys.readouterr().out) or {"files": []}}
+    with course.watch(bot):
+        bot.chat("look")
+    after = capsys.readouterr().out
+    printed = "".join(seen_during_run) + after
+    assert printed.splitlines() == agent.format_history(bot.messages, 70).splitlines()
+    # the assistant message with its two calls was on screen before the first tool ran
+    assert "call_1" in seen_during_run[0] and "call_2" in seen_during_run[0]
+    assert "user:" not in printed  # print_event's lines are left out while watching
+    assert bot.on_event is agent.print_event  # and the handler is put back
+
+
+def test_watch_keeps_any_other_handler_of_the_agent():
+    events = []
+    bot = Agent(ScriptedClient([reply("hi")]), "scripted", on_event=events.append)
+    with course.watch(bot):
+        bot.chat("hello")
+    assert [e["type"] for e in events][0] == "agent_start" and events[-1]["type"] == "agent_end"
+
+
+def test_watch_shows_quietly_appended_answers_after_an_interrupt(capsys):
+    def stop():
+        raise KeyboardInterrupt
+
+    bot = Agent(ScriptedClient([[tool_call("stop"), tool_call("stop")]]), "scripted",
+                tools=[agent.schema(stop, "stops")], registry={"stop": stop})
+    with pytest.raises(KeyboardInterrupt), course.watch(bot):
+        bot.chat("go")
+    printed = capsys.readouterr().out
+    assert printed.splitlines() == agent.format_history(bot.messages, 70).splitlines()
+    assert agent.NOT_RUN[:20] in printed
+
+
+# --- rewind: a cell that carries a story on can run again -------------------------------------
+
+
+def test_rewind_puts_agent_client_lists_and_files_back_so_a_cell_can_run_again(tmp_path):
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("before")
+    client = ScriptedClient([reply("one"), reply("two"), reply("three")])
+    bot = Agent(client, "scripted", on_event=None)
+    bot.chat("first")
+    seen = ["first"]
+
+    def cell():
+        course.rewind("test: second task", bot, seen, folder)
+        seen.append("second")
+        (folder / "made.txt").write_text("new")
+        (folder / "keep.txt").write_text("changed")
+        return bot.chat("second")
+
+    assert cell() == "two"
+    after_once = (list(bot.messages), list(seen), sorted(p.name for p in folder.iterdir()))
+    assert cell() == "two"  # not "three": the client went back too
+    assert (bot.messages, seen, sorted(p.name for p in folder.iterdir())) == after_once
+    assert (folder / "keep.txt").read_text() == "changed"
+    assert len(client.requests) == 2
+
+
+def test_rewind_takes_a_new_snapshot_when_the_cell_is_given_new_objects():
+    first = Agent(ScriptedClient([reply("a"), reply("b")]), "scripted", on_event=None)
+    course.rewind("test: new objects", first)
+    first.chat("one")
+    second = Agent(ScriptedClient([reply("x")]), "scripted", on_event=None)
+    course.rewind("test: new objects", second)  # other objects: remember these instead
+    assert len(second.messages) == 1 and len(first.messages) == 3
+
+
+def test_rewind_refuses_what_it_cannot_remember():
+    with pytest.raises(TypeError, match="rewind cannot remember a int"):
+        course.rewind("test: bad", 42)
+
+
+# --- export: take the code away ---------------------------------------------------------------
+
+
+def test_export_refuses_export_cells_that_use_course(tmp_path):
+    notebook = tmp_path / "99-bad.ipynb"
+    notebook.write_text(json.dumps({"cells": [{
+        "cell_type": "code", "metadata": {"tags": ["export"]}, "outputs": [],
+        "execution_count": None, "source": "x = course.table([], [])\n"}]}))
+    with pytest.raises(ValueError, match="export cells must not use course"):
+        course.export(notebook)
+
+
+def test_export_commands_give_a_message_not_a_traceback(tmp_path, capsys):
+    assert course.main(["export", "77-nothing", "-o", str(tmp_path / "x.py")]) == 1
+    assert "no notebook '77-nothing'; the notebooks are: 01-tools" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        course.main(["export", "-o", str(tmp_path)])  # neither a lesson nor --all
+    assert "give one lesson, or --all" in capsys.readouterr().err
