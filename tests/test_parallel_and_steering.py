@@ -584,6 +584,32 @@ def test_steering_cannot_undo_a_write_that_already_happened(tmp_path, monkeypatc
     assert (tmp_path / "v.txt").read_text() == "1.1\n" and not (tmp_path / "w.txt").exists()
 
 
+def test_a_second_chat_while_a_run_is_in_progress_is_refused_and_the_run_is_untouched():
+    probes = Probes()
+    events = []
+    bot, _ = make(ps.SteerableAgent, [calls("change"), reply("first done"), reply("yours")],
+                  probes=probes, on_event=events.append)
+    refused = []
+
+    def second_user():  # chats while call_1 runs, then lets it finish
+        assert probes.began("call_1").wait(WAIT)
+        try:
+            bot.chat("me too")
+        except RuntimeError as exc:
+            refused.append(str(exc))
+        probes.gate("call_1").set()
+
+    helper = threading.Thread(target=second_user)
+    helper.start()
+    assert bot.chat("first") == "first done"
+    helper.join(WAIT)
+    assert refused and "send more with steer() or follow_up()" in refused[0]
+    assert [m["content"] for m in bot.messages if m["role"] == "user"] == ["first"]
+    assert [e["type"] for e in events].count("agent_start") == 1
+    assert agent.pairing_problem(bot.messages) is None and bot.stop_reason == "done"
+    assert bot.chat("now my turn") == "yours" and bot.running is False  # and then it works
+
+
 def test_steer_and_follow_up_need_some_text():
     bot, _ = make(ps.SteerableAgent)
     for bad in ("", "   ", None, 3):
