@@ -5,23 +5,28 @@ on_event handler and a FakeClock, then reads the trace file back with the notebo
 what is on disk is what is checked.
 """
 
+import codecs
 import hashlib
 import json
 import shutil
 import subprocess
 import sys
+import threading
+import warnings
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from course import load_notebook
 
+import agent
 from agent import (
     INTERRUPTED,
     NOT_RUN,
     TOOL_REGISTRY,
     Agent,
     ScriptedClient,
+    fan_out,
     reply,
     step,
     to_json,
@@ -364,6 +369,143 @@ def test_trace_problems_notices_what_is_missing(project, tmp_path):
     assert nb.trace_problems(skipped) == ["turns are numbered [2], not 1, 2, 3, ..."]
     silent = run[:-1] + [{**run[-1], "stop_reason": "error"}]
     assert nb.trace_problems(silent) == ["the run failed but its error is not recorded"]
+
+
+# --- odd text, secrets in error messages, two tracers at once (issue 10, items 7-10) -------
+
+LINE_BREAKS = "one\u2028two\u2029three\x85four"  # str.splitlines breaks at each; JSON does not
+HALF_AN_EMOJI = "\ud83d"  # a lone surrogate: half of an emoji's UTF-16 pair, as some servers send
+
+
+def both_traces(tmp_path):
+    """The lesson's Tracer and agent.py's trace_to, on one run: (handler, the files it wrote)."""
+    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+    plain = tmp_path / "plain.jsonl"
+    return fan_out(tracer, trace_to(str(plain))), lambda: [tracer.paths[0], plain]
+
+
+def test_a_trace_of_text_holding_unicode_line_separators_loads(project, tmp_path):
+    (project / "odd.txt").write_text(LINE_BREAKS + "\n", encoding="utf-8")
+    on_event, files = both_traces(tmp_path)
+    Agent(ScriptedClient([tool_call("read_file", path="odd.txt"), reply(f"It says {LINE_BREAKS}")]),
+          "scripted-demo", on_event=on_event).chat("read odd.txt")
+    for path in files():
+        text = path.read_text(encoding="utf-8")
+        assert "\u2028" in text and "\x85" in text  # written as they are: valid JSON Lines
+        run = nb.load_trace(path)
+        assert len(run) == text.count("\n")  # one record per line, as jq and pandas read it
+        assert nb.trace_problems(run) == [] and run[-1]["answer"] == f"It says {LINE_BREAKS}"
+
+
+def test_a_lone_surrogate_from_the_model_never_stops_a_traced_run(project, tmp_path,
+                                                                   monkeypatch):
+    said = f"half an emoji: {HALF_AN_EMOJI}"
+    arguments = '{"path": "notes' + HALF_AN_EMOJI + '.txt"}'  # the raw arguments, as sent
+    script = [step(tool_call("read_file", raw_arguments=arguments), content=said,
+                   reasoning_content=said), reply(said)]
+    untraced = Agent(ScriptedClient(script), "scripted-demo", on_event=None)
+    untraced.chat("look")
+    assert untraced.stop_reason == "done"
+
+    on_event, files = both_traces(tmp_path)
+    bot = Agent(ScriptedClient(script), "scripted-demo", on_event=on_event)
+    assert bot.chat("look") == said and bot.stop_reason == "done"
+    for path in files():
+        path.read_bytes().decode("utf-8")  # valid UTF-8 (strict), so any reader can open it
+        run = nb.load_trace(path)
+        assert run[-1]["stop_reason"] == "done" and nb.trace_problems(run) == []
+        first = next(r["message"] for r in run if nb.is_assistant_end(r))
+        assert first["content"] == said and first["reasoning_content"] == said  # exactly
+        assert first["tool_calls"][0]["function"]["arguments"] == arguments
+        monkeypatch.chdir(make_project(tmp_path / f"replay-{path.stem}"))
+        assert nb.history_differences(run, nb.replay(run).messages) == []  # replays as it was
+
+
+def unescaped(text: str, times: int = 4) -> list[str]:
+    """text, then text with its backslash escapes decoded once, twice...: all that a reader of
+    the trace can get back. Python's escapes include JSON's, so this undoes repr and JSON."""
+    found = [text]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # "\s" is no escape: kept as it is
+        for _ in range(times):
+            raw = text.encode("latin-1", "backslashreplace")
+            text = codecs.decode(raw, "unicode_escape", "replace")
+            found.append(text)
+    return found
+
+
+APOSTROPHE = "o'brien\\pw-2024"  # fake: a quote and a backslash, but no double quote
+
+
+def test_a_secret_in_a_tool_error_is_redacted_however_the_error_quoted_it(
+        project, tmp_path, monkeypatch):
+    monkeypatch.setenv("DB_PASSWORD", QUOTED)
+    monkeypatch.setenv("LDAP_PASSWORD", APOSTROPHE)
+    settings = {"user": "app"}
+
+    def lookup(key: str) -> dict:  # a KeyError's message is the repr of the key
+        return {"value": settings[QUOTED if key == "db" else APOSTROPHE]}
+
+    def parse(line: str) -> dict:  # repr of a line holding both kinds of quote
+        raise ValueError(f"cannot parse {f'password = {chr(34)}{APOSTROPHE}{chr(34)}'!r}")
+
+    def retry(times: str) -> dict:  # an error wrapped in another: repr of a repr
+        try:
+            raise ValueError(f"bad password {QUOTED!r} for {APOSTROPHE!r}")
+        except ValueError as exc:
+            raise RuntimeError(f"gave up after {times} tries: {exc!r}") from None
+
+    tools = [agent.schema(f, "a tool that fails", **{p: "text"}) for f, p in
+             [(lookup, "key"), (parse, "line"), (retry, "times")]]
+    registry = {"lookup": lookup, "parse": parse, "retry": retry}
+    bot, tracer = traced([[tool_call("lookup", key="db"), tool_call("lookup", key="ldap"),
+                           tool_call("parse", line="x"), tool_call("retry", times="3")],
+                          reply("all failed")], tmp_path / "traces", tools=tools,
+                         registry=registry)
+    bot.chat("try them")
+    errors = [m["content"] for m in bot.messages if m["role"] == "tool"]
+    assert QUOTED not in "".join(errors) and APOSTROPHE not in "".join(errors)  # escaped there
+
+    text = tracer.paths[0].read_text(encoding="utf-8")
+    for secret in (QUOTED, APOSTROPHE):
+        readable = [n for n, decoded in enumerate(unescaped(text)) if secret in decoded]
+        assert readable == [], f"{secret!r} is in the trace, escaped {readable[0]} times"
+    results = [r["result"] for r in nb.load_trace(tracer.paths[0])
+               if r["type"] == "tool_execution_end"]
+    assert [json.loads(result)["error"] for result in results] == [
+        "lookup: '[redacted DB_PASSWORD]'", "lookup: \"[redacted LDAP_PASSWORD]\"",
+        "parse: cannot parse 'password = \"[redacted LDAP_PASSWORD]\"'",
+        "retry: gave up after 3 tries: ValueError('bad password \\'[redacted DB_PASSWORD]\\' "
+        "for \"[redacted LDAP_PASSWORD]\"')"]
+
+
+def test_two_tracers_starting_at_once_on_one_folder_never_share_a_file(tmp_path):
+    both_chose = threading.Barrier(2, timeout=10)
+
+    class Secrets(dict):
+        """No secrets, but the first look at them waits for the other tracer: a tracer reads
+        its secrets after it has chosen its file and before it writes the first line."""
+        waited = False
+
+        def items(self):
+            if not self.waited:
+                self.waited = True
+                both_chose.wait()
+            return super().items()
+
+    tracers = [nb.Tracer(tmp_path / "traces", clock=nb.FakeClock(), secrets=Secrets())
+               for _ in range(2)]
+    threads = [threading.Thread(target=tracer, args=({"type": "agent_start", "model": f"m{n}"},))
+               for n, tracer in enumerate(tracers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not both_chose.broken
+    chosen = [tracer.paths[0] for tracer in tracers]
+    assert sorted(path.name for path in chosen) == ["run-001.jsonl", "run-002.jsonl"]
+    for n, path in enumerate(chosen):
+        assert [r["model"] for r in nb.load_trace(path)] == [f"m{n}"]  # each run alone
 
 
 # --- record, then replay -----------------------------------------------------------------
