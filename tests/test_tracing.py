@@ -8,6 +8,7 @@ what is on disk is what is checked.
 import codecs
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -785,3 +786,43 @@ def test_opentelemetry_export_with_the_sdk(project, tmp_path):
     assert [s.status.status_code for s in exported] == [
         StatusCode.ERROR, StatusCode.UNSET, StatusCode.ERROR, StatusCode.ERROR]
     assert root.attributes["gen_ai.provider.name"] == "openai"
+
+
+# --- take it with you ----------------------------------------------------------------------
+
+BUILDER = """
+import sys
+
+import agent
+import tracing
+
+tracer = tracing.Tracer("traces")
+bot = agent.Agent(agent.ScriptedClient([agent.tool_call("list_files", path="."),
+                                        agent.reply("two files")]),
+                  "scripted-demo", on_event=agent.fan_out(agent.print_event, tracer))
+bot.chat("What is here?")
+run = tracing.load_trace(tracer.paths[-1])
+assert tracing.trace_problems(run) == [], tracing.trace_problems(run)
+print(tracing.summary(run))
+print(tracing.__file__, agent.__file__, "course" in sys.modules)
+"""
+
+
+def test_the_exported_tracer_imports_and_runs_beside_agent_py(tmp_path):
+    """What a builder does: export the lesson, put agent.py beside it, trace a run."""
+    module = tmp_path / "tracing.py"
+    done = subprocess.run([sys.executable, "notebooks/course.py", "export", "07-tracing",
+                           "-o", str(module)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    source = module.read_text(encoding="utf-8")
+    assert source.startswith('"""Lesson 07: Tracing') and "import course" not in source
+    shutil.copy(ROOT / "agent.py", tmp_path / "agent.py")
+    environment = {"PATH": os.environ.get("PATH", ""), "TMPDIR": str(tmp_path)}  # no course
+    done = subprocess.run([sys.executable, "-c", BUILDER], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "tool call:   list_files" in done.stdout  # print_event got the events...
+    assert "run 1 (scripted-demo): done, turns: 2" in done.stdout  # ...and so did the tracer
+    assert (tmp_path / "traces" / "run-001.jsonl").is_file()
+    assert done.stdout.split()[-3:] == [str(module), str(tmp_path / "agent.py"), "False"]
