@@ -422,6 +422,24 @@ def test_a_lone_surrogate_from_the_model_never_stops_a_traced_run(project, tmp_p
         assert nb.history_differences(run, nb.replay(run).messages) == []  # replays as it was
 
 
+def test_a_handler_after_the_tracer_that_raises_leaves_its_event_in_the_trace(project, tmp_path):
+    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+
+    def stop_at_the_first_answer(event):
+        if event["type"] == "message_end" and event["message"]["role"] == "assistant":
+            raise RuntimeError("over budget")
+
+    bot = Agent(ScriptedClient([tool_call("list_files", path="."), reply("never")]),
+                "scripted-demo", on_event=fan_out(tracer, stop_at_the_first_answer))
+    with pytest.raises(RuntimeError):
+        bot.chat("look")
+    run = nb.load_trace(tracer.paths[0])
+    assert [r["type"] for r in run][-2:] == ["message_end", "agent_end"]  # the answer is there
+    assert run[-2]["message"]["tool_calls"][0]["id"] == "call_1"
+    assert run[-1]["error"] == "RuntimeError: over budget"
+    assert nb.trace_problems(run) == ["tool calls ['call_1'] but tool results []"]
+
+
 def unescaped(text: str, times: int = 4) -> list[str]:
     """text, then text with its backslash escapes decoded once, twice...: all that a reader of
     the trace can get back. Python's escapes include JSON's, so this undoes repr and JSON."""
