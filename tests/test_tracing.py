@@ -66,6 +66,12 @@ def traced(script, folder, clock=None, **options):
     return bot, tracer
 
 
+def json_lines(path) -> list:
+    """Every line of a JSON Lines file, parsed: lines end at "\n" (not str.splitlines)."""
+    with open(path, encoding="utf-8") as file:
+        return [json.loads(line) for line in file]
+
+
 def never_done(messages):
     return tool_call("list_files", path=".")
 
@@ -96,7 +102,7 @@ def test_a_trace_is_complete_with_turns_ids_durations_and_usage(project, tmp_pat
     assert types[0] == "agent_start" and types[-1] == "agent_end"
     assert run[-1]["stop_reason"] == "done" and run[-1]["answer"] == "There is a note about milk."
     assert nb.trace_problems(run) == []
-    raw = [json.loads(line) for line in tracer.paths[0].read_text().splitlines()]
+    raw = json_lines(tracer.paths[0])
     assert all(isinstance(r["time"], float) and isinstance(r["turn"], int) for r in raw)
 
     # every tool execution has its end, and its tool message, under the same id, in order
@@ -160,8 +166,7 @@ def test_the_tracer_writes_trace_to_lines_with_fields_added(project, tmp_path):
 
     script = [tool_call("read_file", path="notes.txt"), reply("milk")]
     Agent(ScriptedClient(script), "scripted-demo", on_event=both).chat("read the note")
-    lines = [json.loads(x) for x in (tmp_path / "plain.jsonl").read_text().splitlines()]
-    ours = [json.loads(x) for x in tracer.paths[0].read_text().splitlines()]
+    lines, ours = json_lines(tmp_path / "plain.jsonl"), json_lines(tracer.paths[0])
     assert [x["type"] for x in ours] == [x["type"] for x in lines]
     for theirs, mine in zip(lines, ours, strict=True):
         assert set(theirs) <= set(mine)  # the same line, with fields added
