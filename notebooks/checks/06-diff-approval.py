@@ -74,7 +74,7 @@ def _(t, ask_or_edit):
             assert not decision.approved, f"{typed!r} approved"
             assert decision.reason == reason, f"{typed!r} gave the reason {decision.reason!r}"
 
-    with t.case("Ctrl-D and Ctrl-C reject, and nothing is written"):
+    with t.case("Ctrl-D and Ctrl-C reject"):
         for key in (EOFError, KeyboardInterrupt):
             with typing(key):
                 decision, _ = quietly(ask_or_edit(editor), "greet.py", diff)
