@@ -1,4 +1,4 @@
-"""Lesson 06: diff approval. These tests exercise the code the notebook defines (its cell
+"""Lesson 06: diff approval. These tests exercise the code the notebook defines (its cells
 tagged "export"), so there is one definition, not a copy."""
 
 import contextlib
