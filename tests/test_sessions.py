@@ -329,6 +329,26 @@ def test_decisions_of_a_lesson_06_policy_are_recorded_beside_their_call():
     assert found[at + 1]["message"]["tool_call_id"] == found[at - 1]["tool_call_id"]
 
 
+def test_a_person_s_rewrite_is_recorded_as_a_fact_not_as_a_function():
+    import diff_approval
+
+    Path("notes.md").write_text("one\n", encoding="utf-8")
+    with sessions.new_session("s.jsonl") as session:
+        policy = sessions.recording_decisions(session, diff_approval.scripted(
+            [diff_approval.Decision(True, rewrite=str.upper)]))
+        tools, registry = diff_approval.approval_tools(policy)
+        bot = Agent(ScriptedClient([
+            tool_call("read_file", path="notes.md"),
+            tool_call("edit_file", path="notes.md", old_str="one", new_str="two"),
+            reply("done")]), tools=tools, registry=registry, on_event=None)
+        sessions.record(session, bot)
+        bot.chat("edit")
+    [approval] = [e for e in entries("s.jsonl") if e["type"] == "approval"]
+    assert approval["approved"] and approval["rewritten"] is True
+    assert "<function" not in Path("s.jsonl").read_text()
+    assert Path("notes.md").read_text() == "TWO\n"
+
+
 # --- a hard crash, in a real child process -----------------------------------------------------
 
 
