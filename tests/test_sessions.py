@@ -701,10 +701,11 @@ def test_resuming_after_a_switch_finds_no_crashed_run():
 
 
 def test_switch_without_a_recorded_agent_only_moves_the_leaf():
-    _, first_stop = two_tasks()
+    bot, _ = two_tasks()
     with sessions.open_session("s.jsonl") as session:
-        sessions.switch(session, "2")  # back to the system prompt: a fresh start
-        assert session.messages() == [sessions.load_session("s.jsonl").messages()[0]]
+        branch = sessions.switch(session, "2")  # back to the system prompt: a fresh start
+        assert session.leaf == branch["id"] and session.messages() == bot.messages[:1]
+    assert sessions.load_session("s.jsonl").messages() == bot.messages[:1]  # it survives
 
 
 # --- looking at a session --------------------------------------------------------------------
@@ -741,7 +742,7 @@ again = Agent(ScriptedClient([reply("again")]), "gpt-4.1-mini", on_event=None)
 with sessions.open_session("s.jsonl") as session:
     sessions.resume(session, again)
     again.chat("and again")
-print(sessions.tree(sessions.load_session("s.jsonl")).splitlines()[-1])
+print(sessions.tree(sessions.load_session("s.jsonl")).split("\\n")[-1])
 """
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AGENT_FROM_ZERO")}
     done = subprocess.run([sys.executable, "-c", program], cwd=kit, env=env, capture_output=True,
