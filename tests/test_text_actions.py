@@ -379,7 +379,8 @@ def test_a_call_runs_its_tool_and_the_result_comes_back_as_an_observation():
 
 
 def test_plain_text_is_not_a_finish_it_is_answered_with_a_correction():
-    bot, client, _ = text_agent([reply("a.txt says alpha."), reply(finish("a.txt says alpha."))])
+    bot, client, events = text_agent([reply("a.txt says alpha."),
+                                      reply(finish("a.txt says alpha."))])
     assert bot.chat("what is in a.txt?") == "a.txt says alpha."
     assert len(client.requests) == 2 and bot.stop_reason == "done"
     correction = bot.messages[3]
@@ -389,7 +390,19 @@ def test_plain_text_is_not_a_finish_it_is_answered_with_a_correction():
     sent = client.requests[1]["messages"]
     assert sent[-2] == {"role": "assistant", "content": "a.txt says alpha."}  # as it wrote it
     assert sent[-1]["content"].startswith("Your last reply was not a valid action")
+    assert not [e for e in events if e["type"].startswith("tool_execution")]  # nothing ran
     assert_valid(bot)
+
+
+def test_what_the_parser_noted_reaches_the_model_with_the_observation():
+    bot, client, _ = text_agent([reply(f"{READ}\n{finish('guessed')}"),
+                                 reply('{"type": "finish", "output": "alpha",}')])
+    assert bot.chat("read a.txt") == "alpha"
+    observation = client.requests[1]["messages"][-1]["content"]
+    assert observation.splitlines()[0] == "Observation from call_1 (read_file):"
+    assert observation.splitlines()[-1] == (
+        "(Note on your reply: your reply held 2 actions and only the first was used; "
+        "send one action per reply.)")
 
 
 def test_natively_the_same_plain_text_would_have_ended_the_task():
