@@ -498,6 +498,7 @@ def execute(path: Path, timeout: int = 600) -> None:
         os.environ["TMPDIR"] = tmp  # the kernel inherits it
         try:
             NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                           coalesce_streams=True,  # one stdout output, however it was flushed
                            resources={"metadata": {"path": str(path.parent)}},
                            record_timing=False).execute()
         finally:
