@@ -412,7 +412,9 @@ def bound(text: str, limit: int) -> str:
 def trace_to(path: str):
     """An on_event handler that appends every event to a JSON Lines file, with the time."""
     def write(event: dict) -> None:
-        with open(path, "a", encoding="utf-8") as file:
+        # A lone surrogate (half an emoji, as some servers send) has no UTF-8 form; written
+        # as \udXXX it is a JSON escape that reads back the same. A trace must not stop a run.
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as file:
             file.write(to_json({"time": time.time(), **event}) + "\n")
     return write
 

@@ -37,7 +37,7 @@ def pytest_unconfigure(config):
 
 # Notebooks still being made re-runnable: their cells run once. This list only shrinks.
 NOT_YET_RERUNNABLE = {"01-tools.ipynb", "03-the-loop.ipynb", "04-guards.ipynb",
-                      "05-sandbox.ipynb", "07-tracing.ipynb"}
+                      "05-sandbox.ipynb"}
 
 
 def pytest_collection_modifyitems(items):
