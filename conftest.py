@@ -36,7 +36,7 @@ def pytest_unconfigure(config):
 
 # Notebooks still being made re-runnable: their cells run once. This list only shrinks.
 NOT_YET_RERUNNABLE = {"01-tools.ipynb", "03-the-loop.ipynb", "04-guards.ipynb",
-                      "05-sandbox.ipynb", "06-diff-approval.ipynb", "07-tracing.ipynb"}
+                      "06-diff-approval.ipynb", "07-tracing.ipynb"}
 
 
 def pytest_collection_modifyitems(items):

@@ -36,6 +36,8 @@ NOT_TEXT = "{name}: invalid path {path!r}: it is not valid text"
 NO_PATH = "{name}: invalid path: give a path relative to the workspace, like notes/a.md"
 LOOP = "{name}: {path}: a symbolic link on the way loops or changed"
 TOO_LONG = "{name}: {path}: " + os.strerror(errno.ENAMETOOLONG)  # the OS refuses it, told_as
+HARD_LINK = ("{name}: {path} has 2 hard links: another name for it may be outside the "
+             "workspace, so the file tools do not open it")
 
 
 @pytest.fixture
@@ -153,6 +155,10 @@ ATTACKS = [
     attack("edit_file", replace("chain1"), ESCAPE, "replace-through-chain"),
     attack("edit_file", replace("../outside/secret.txt"), ESCAPE, "replace-dotdot"),
     attack("edit_file", create(".."), ESCAPE, "write-root-parent"),
+    # a hard link is not a pointer but a second name of the same file: no path check sees it
+    attack("read_file", "hard.txt", HARD_LINK, "hard-link-read"),
+    attack("edit_file", create("hard.txt"), HARD_LINK, "hard-link-overwrite"),
+    attack("edit_file", replace("hard.txt"), HARD_LINK, "hard-link-replace"),
     # NUL bytes and other invalid names
     attack("read_file", "notes/todo.md\x00.png", CONTROL, "nul"),
     attack("read_file", "\x00", CONTROL, "nul-only"),
@@ -288,7 +294,7 @@ def test_overlapping_matches_count_as_in_agent_edit_file(lab, monkeypatch, text,
 
 def test_special_files_do_not_hang_the_agent(lab):
     """A FIFO (which a shell command can make) would block a plain open() forever."""
-    refused = "fifo is not a regular file (a named pipe, a device or a socket)"
+    refused = "fifo is not a regular file"
     blocked, answer = nb.attempt(lab.registry, "read_file", path="fifo")
     assert blocked and refused in answer
     blocked, answer = nb.attempt(lab.registry, "edit_file", path="fifo", old_str="", new_str="x")
@@ -343,11 +349,12 @@ def test_edit_file_does_not_overwrite_a_character_device(lab):
     assert stat.S_ISCHR(os.lstat(node).st_mode)
 
 
-def test_a_socket_in_the_workspace_is_refused_too(lab):
+def test_a_socket_in_the_workspace_is_refused_too(lab, monkeypatch):
     """Any user can make a socket file (bind): it is neither a file nor a folder."""
+    monkeypatch.chdir(lab.workspace)  # a socket's path must be short: bind it by its name
     server = socket.socket(socket.AF_UNIX)
     try:
-        server.bind(str(lab.workspace / "sock"))
+        server.bind("sock")
         for name, arguments in (("read_file", {}), ("edit_file", {"old_str": "", "new_str": "x"})):
             blocked, answer = nb.attempt(lab.registry, name, path="sock", **arguments)
             assert blocked and "sock is not a regular file" in answer, answer
@@ -355,27 +362,10 @@ def test_a_socket_in_the_workspace_is_refused_too(lab):
         server.close()
 
 
-@pytest.mark.parametrize("arguments", [{}, {"old_str": "", "new_str": "pwned"},
-                                       {"old_str": "0000", "new_str": "1234"}],
-                         ids=["read", "overwrite", "replace"])
-def test_a_hard_link_to_a_file_outside_is_refused_and_keeps_every_byte(lab, arguments):
-    """A hard link IS the outside file, not a pointer to it: no path check can see it. The
-    descriptor can: a regular file the tools did not create must have one link. The check
-    comes before the file is emptied (no O_TRUNC at the open), so the refusal loses nothing."""
-    os.link(lab.outside / "secret.txt", lab.workspace / "hard.txt")  # a shell command could
-    before = world(lab)
-    name = "edit_file" if arguments else "read_file"
-    blocked, answer = nb.attempt(lab.registry, name, path="hard.txt", **arguments)
-    assert blocked, answer
-    assert answer == (f"{name}: hard.txt has 2 hard links: another name for it may be outside "
-                      "the workspace, so the file tools do not open it")
-    assert SECRET not in answer
-    assert world(lab) == before
-    assert (lab.outside / "secret.txt").read_text() == SECRET + "\n"
-
-
 def test_a_hard_link_is_refused_through_an_agent_that_may_only_read_and_write(lab):
-    os.link(lab.outside / "secret.txt", lab.workspace / "hard.txt")
+    """build_lab's hard.txt is a second name of outside/secret.txt (a shell command could make
+    one). A regular file the tools open must have one link; the check comes before the file
+    is emptied (no O_TRUNC at the open), so the refused overwrite loses nothing."""
     results = read_write_agent(
         lab, agent.tool_call("read_file", path="hard.txt"),
         agent.tool_call("edit_file", path="hard.txt", old_str="", new_str="pwned"))

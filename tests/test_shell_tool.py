@@ -301,3 +301,13 @@ def test_the_agent_runs_it_as_a_tool(workspace):
     assert json.loads(results[0]) == {"exit_code": 2, "output": "hi\n"}
     assert json.loads(results[1])["timed_out"].startswith("killed after 0.3 s")
     assert "bad arguments" in results[2]  # the model cannot raise its own time limit
+
+
+def test_the_lesson_names_every_way_out_the_tests_show():
+    """The lesson's list of ways out of the group kill is the one tested above, word for word."""
+    text = (Path(__file__).resolve().parent.parent / "lessons" / "05-sandbox.md").read_text()
+    spelled = {"setsid": "`setsid cmd &`", "timeout": "`timeout 30 cmd &`",
+               "bash set -m": "`bash -c 'set -m; cmd &'`", "ssh-agent": "`ssh-agent`"}
+    assert set(spelled) == set(WAYS_OUT)
+    for way in spelled.values():
+        assert way in text, f"lessons/05-sandbox.md does not name {way}"
