@@ -542,7 +542,7 @@ def test_unknown_risk_level_is_refused(tmp_path):
 
 
 def test_a_tool_added_to_the_tables_is_handed_out_at_its_level(tmp_path):
-    """A builder's new tool: a function with the root first, and one row in each of JAILED,
+    """A builder's new tool: a function with the root first, and one row in each of FUNCTIONS,
     RISK and SCHEMAS. jailed() binds the root and keeps the tool's name, so agent.schema and
     agent.check_tools read it like a plain function."""
     sandbox = load_notebook("05-sandbox.ipynb")  # a copy of our own: its tables change here
@@ -550,7 +550,7 @@ def test_a_tool_added_to_the_tables_is_handed_out_at_its_level(tmp_path):
     def count_in(root, path="."):
         return {"path": path, "count": len(sandbox.list_in(root, path)["files"])}
 
-    sandbox.JAILED["count_files"] = count_in
+    sandbox.FUNCTIONS["count_files"] = count_in
     sandbox.RISK["count_files"] = "read"
     sandbox.SCHEMAS["count_files"] = agent.schema(
         sandbox.jailed(count_in, tmp_path, "count_files"), "Count the entries of a folder.",
@@ -568,9 +568,9 @@ def test_a_row_without_a_function_or_a_schema_is_a_clear_error(tmp_path):
     sandbox = load_notebook("05-sandbox.ipynb")
     sandbox.RISK["grep_files"] = "read"
     with pytest.raises(LookupError, match="grep_files has a risk level but no function in "
-                                          "JAILED"):
+                                          "FUNCTIONS"):
         sandbox.sandbox_tools(tmp_path)
-    sandbox.JAILED["grep_files"] = sandbox.list_in
+    sandbox.FUNCTIONS["grep_files"] = sandbox.list_in
     with pytest.raises(LookupError, match="grep_files has no schema in SCHEMAS"):
         sandbox.sandbox_tools(tmp_path)
 

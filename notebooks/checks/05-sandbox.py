@@ -133,10 +133,10 @@ def _(t, grep_in):
         assert len(many["matches"]) == 50, f"{len(many['matches'])} matches, not 50"
         assert many["truncated"] is True, "truncated should be True"
         assert grep_in(lab.root, "step 1")["truncated"] is False, "truncated should be False"
-    with t.case("works as a read-level tool: one row in JAILED, RISK and SCHEMAS"):
+    with t.case("works as a read-level tool: one row in FUNCTIONS, RISK and SCHEMAS"):
         grep_in(lab.root, "step 1")  # called once as it is, so the starter says "not written"
         mine = fresh_sandbox()
-        mine.JAILED["grep_files"] = grep_in
+        mine.FUNCTIONS["grep_files"] = grep_in
         mine.RISK["grep_files"] = "read"
         mine.SCHEMAS["grep_files"] = agent.schema(
             mine.jailed(grep_in, lab.root, "grep_files"), "Search text files for a line.",
@@ -186,7 +186,7 @@ def _(t, delete_in):
         assert str(lab.root) not in error, f"the error shows the machine's path: {error}"
     with t.case("works as a write-level tool"):
         mine = fresh_sandbox()
-        mine.JAILED["delete_file"] = delete_in
+        mine.FUNCTIONS["delete_file"] = delete_in
         mine.RISK["delete_file"] = "write"
         mine.SCHEMAS["delete_file"] = agent.schema(
             mine.jailed(delete_in, lab.root, "delete_file"), "Delete a file.",
