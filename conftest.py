@@ -36,7 +36,7 @@ def pytest_unconfigure(config):
 # --- 2. every notebook cell, twice ---------------------------------------------------------
 
 # Notebooks still being made re-runnable: their cells run once. This list only shrinks.
-NOT_YET_RERUNNABLE = {"03-the-loop.ipynb", "04-guards.ipynb", "05-sandbox.ipynb"}
+NOT_YET_RERUNNABLE = {"03-the-loop.ipynb", "04-guards.ipynb"}
 
 
 def pytest_collection_modifyitems(items):
