@@ -35,7 +35,7 @@ def pytest_unconfigure(config):
 # --- 2. every notebook cell, twice ---------------------------------------------------------
 
 # Notebooks still being made re-runnable: their cells run once. This list only shrinks.
-NOT_YET_RERUNNABLE = {"01-tools.ipynb", "03-the-loop.ipynb", "04-guards.ipynb",
+NOT_YET_RERUNNABLE = {"01-tools.ipynb",
                       "05-sandbox.ipynb", "06-diff-approval.ipynb", "07-tracing.ipynb"}
 
 
