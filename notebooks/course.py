@@ -95,8 +95,8 @@ class Table:
     """Rows under a header: shown as an HTML table by Jupyter, as aligned text elsewhere."""
 
     def __init__(self, header, rows, width=70):
-        self.header = [str(h) for h in header]
-        self.rows = [[str(cell) for cell in row] for row in rows]
+        self.header = [printable(h) for h in header]
+        self.rows = [[printable(cell) for cell in row] for row in rows]
         self.width = width
 
     def _repr_html_(self):
@@ -114,6 +114,12 @@ class Table:
                  for r in cells]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
+
+
+def printable(value) -> str:
+    """str(value), with a lone surrogate (half an emoji) shown as \\udXXX: Jupyter cannot
+    send one, and a table must never stop a run."""
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def table(header, rows, width=70) -> Table:
@@ -155,7 +161,7 @@ def watch(bot: agent.Agent, width: int = 70):
 
         def show():
             nonlocal printed
-            lines = agent.format_history(bot.messages, width).splitlines()
+            lines = agent.format_history(bot.messages, width).split("\n")  # not at U+2028
             for line in lines[printed:]:
                 print(line)
             printed = len(lines)
@@ -498,6 +504,7 @@ def execute(path: Path, timeout: int = 600) -> None:
         os.environ["TMPDIR"] = tmp  # the kernel inherits it
         try:
             NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                           coalesce_streams=True,  # one stdout output, however it was flushed
                            resources={"metadata": {"path": str(path.parent)}},
                            record_timing=False).execute()
         finally:

@@ -180,3 +180,9 @@ def test_export_commands_give_a_message_not_a_traceback(tmp_path, capsys):
     with pytest.raises(SystemExit):
         course.main(["export", "-o", str(tmp_path)])  # neither a lesson nor --all
     assert "give one lesson, or --all" in capsys.readouterr().err
+
+
+def test_a_table_shows_half_an_emoji_escaped_instead_of_failing():
+    shown = course.table(["text"], [["half \ud83d"]])
+    assert "half \\ud83d" in repr(shown) and "half \\ud83d" in shown._repr_html_()
+    repr(shown).encode("utf-8")  # sendable to Jupyter
