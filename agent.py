@@ -202,7 +202,7 @@ def print_event(event: dict) -> None:
     elif kind == "message_end" and role == "tool":
         label = "tool error: " if event.get("is_error") else "tool result:"
         print(f"{label} {one_line(message['content'])}")
-    elif kind == "agent_end" and event["stop_reason"] in ("max_turns", "length"):
+    elif kind == "agent_end" and event["stop_reason"] not in ("done", "error", "interrupted"):
         print(f"stopped:     {event['stop_reason']}")  # an error is shown by whoever catches it
 
 
