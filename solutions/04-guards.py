@@ -1,8 +1,9 @@
 """Reference solutions for lesson 04's coding exercises (each written from its hint alone).
 
 tests/test_exercises.py runs every check of notebooks/checks/04-guards.py on these. They build
-on the lesson's own guards, imported by their module name (course's finder loads the export
-cells of notebooks/04-guards.ipynb; after `course.py export`, guards.py beside this file)."""
+on the lesson's own guards: `import guards` is the lesson's export cells (course's finder loads
+them from the notebook, or, once exported with `python notebooks/course.py export 04-guards -o
+guards.py`, the file)."""
 
 import collections
 import functools
@@ -11,7 +12,6 @@ import inspect
 import json
 from pathlib import Path
 
-import course  # noqa: F401 - makes `import guards` find the notebook's export cells
 import guards
 
 # --- exercise 1 --------------------------------------------------------------------------------
