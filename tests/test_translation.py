@@ -35,6 +35,14 @@ NOT_YET_WRITTEN = {"10-parallel-and-steering.md", "11-streaming.md", "12-context
                    "13-evaluation.md", "14-capstone.md"}
 
 
+def still_being_written(file: Path) -> bool:
+    """A lesson not written yet, or the Chinese twin of a text still being translated."""
+    if file.name in NOT_YET_WRITTEN:
+        return True
+    english = ROOT / "README.md" if file.name == "README.zh.md" else LESSONS / file.name
+    return file.parent in (ZH, ROOT) and str(english.relative_to(ROOT)) in NOT_YET_TRANSLATED
+
+
 def english_texts() -> list[Path]:
     return [ROOT / "README.md", LESSONS / "README.md", LESSONS / "GLOSSARY.md",
             *sorted(LESSONS.glob("[0-9][0-9]-*.md"))]
@@ -151,7 +159,7 @@ def test_every_relative_link_points_to_a_file_and_anchor_that_exist(path):
         target, _, anchor = link.partition("#")
         file = (path.parent / target).resolve() if target else path
         if not file.exists():
-            if file.name not in NOT_YET_WRITTEN:
+            if not still_being_written(file):
                 broken.append(f"{link}: no such file")
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
             broken.append(f"{link}: no such anchor")
