@@ -27,6 +27,7 @@ import html
 import importlib.abc
 import importlib.util
 import json
+import linecache
 import os
 import shutil
 import sys
@@ -415,8 +416,14 @@ def load_notebook(name: str, tag: str = "export"):
         "".join(c["source"]) for c in cells(path, tag) if c["cell_type"] == "code")
     module = types.ModuleType(module_name(path))
     module.__file__ = str(path)
-    exec(compile(source, str(path), "exec"), module.__dict__)
+    _run(source, f"{path.name} ({tag} cells)", module)
     return module
+
+
+def _run(source: str, name: str, module) -> None:
+    """Run source in module; tracebacks show its own lines, not the notebook's JSON."""
+    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
+    exec(compile(source, name, "exec"), module.__dict__)
 
 
 class _ExportCellsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -441,7 +448,7 @@ class _ExportCellsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         path = Path(module.__spec__.origin)
         module.__file__ = str(path)
-        exec(compile(export_source(path), str(path), "exec"), module.__dict__)
+        _run(export_source(path), f"{path.name} (export cells)", module)
 
 
 if not any(isinstance(finder, _ExportCellsFinder) for finder in sys.meta_path):

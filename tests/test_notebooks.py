@@ -186,3 +186,15 @@ def test_a_table_shows_half_an_emoji_escaped_instead_of_failing():
     shown = course.table(["text"], [["half \ud83d"]])
     assert "half \\ud83d" in repr(shown) and "half \\ud83d" in shown._repr_html_()
     repr(shown).encode("utf-8")  # sendable to Jupyter
+
+
+def test_a_traceback_from_export_cells_shows_their_code_not_the_notebooks_json():
+    import traceback
+
+    sandbox = course.load_notebook("05-sandbox")
+    try:
+        sandbox.resolve_in(Path("/nonexistent-root"), "")
+    except ValueError:
+        shown = traceback.format_exc()
+    assert "05-sandbox.ipynb (export cells)" in shown
+    assert 'raise ValueError("invalid path' in shown and '"source": [' not in shown
