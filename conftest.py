@@ -12,6 +12,7 @@
    itself would compare the first state.
 """
 
+import copy
 import os
 import shutil
 import tempfile
@@ -34,18 +35,13 @@ def pytest_unconfigure(config):
 
 # --- 2. every notebook cell, twice ---------------------------------------------------------
 
-# Notebooks still being made re-runnable: their cells run once. This list only shrinks.
-NOT_YET_RERUNNABLE = {"01-tools.ipynb", "03-the-loop.ipynb", "04-guards.ipynb",
-                      "05-sandbox.ipynb", "06-diff-approval.ipynb", "07-tracing.ipynb"}
-
-
 def pytest_collection_modifyitems(items):
     try:
         from nbval.plugin import IPyNbCell
     except ImportError:  # nbval not installed: nothing to do
         return
     for item in items:
-        if isinstance(item, IPyNbCell) and item.path.name not in NOT_YET_RERUNNABLE:
+        if isinstance(item, IPyNbCell):
             item.runtest = _twice(item)
 
 
@@ -53,7 +49,11 @@ def _twice(item):
     run = item.runtest
 
     def runtest():
+        # nbval's coalesce_streams merges the committed stream outputs in place: without a
+        # fresh copy, the second comparison would see them merged twice and fail.
+        reference = copy.deepcopy(item.cell.outputs)
         run()
+        item.cell.outputs = reference
         if "once" in item.cell.metadata.get("tags", []):
             check, item.options["check"] = item.options["check"], False
             try:

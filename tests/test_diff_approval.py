@@ -1,6 +1,7 @@
-"""Lesson 06: diff approval. These tests exercise the code the notebook defines (its cell
+"""Lesson 06: diff approval. These tests exercise the code the notebook defines (its cells
 tagged "export"), so there is one definition, not a copy."""
 
+import contextlib
 import errno
 import io
 import json
@@ -11,14 +12,14 @@ import threading
 from functools import partial
 from pathlib import Path
 
+import course  # first: it makes `import sandbox` load lesson 05's export cells
 import pytest
-from course import load_notebook
+import sandbox  # the module diff_approval imports when stacked
 
 import agent
 from agent import Agent, ScriptedClient, reply, tool_call
 
-nb = load_notebook("06-diff-approval.ipynb")
-sandbox = load_notebook("05-sandbox.ipynb")  # lesson 05, for the stacking tests
+nb = course.load_notebook("06-diff-approval.ipynb")
 
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
 
@@ -544,6 +545,164 @@ def test_approve_matching_matches_segments_and_never_outside():
             assert not approved(pattern, path), (pattern, path)
 
 
+# --- one resolution: a read and the write always name the same file (issue 10, item 6) -----
+
+
+@pytest.fixture
+def three_of_a_name(workdir, monkeypatch):
+    """Three files called a.txt: beside W, in W (the current directory) and in W/sub."""
+    (workdir / "W" / "sub").mkdir(parents=True)
+    for folder, text in ((workdir, "beside\n"), (workdir / "W", "W\n"),
+                         (workdir / "W" / "sub", "sub\n")):
+        (folder / "a.txt").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(workdir / "W")
+    return workdir
+
+
+def contents(workdir: Path) -> list[str]:
+    return [(workdir / p / "a.txt").read_text(encoding="utf-8") for p in (".", "W", "W/sub")]
+
+
+@pytest.mark.parametrize("root", ["sub", "W/sub", "absolute"])
+def test_a_root_without_its_path_check_is_refused_so_read_and_write_cannot_part(
+        three_of_a_name, root):
+    """It used to be accepted: read_file("a.txt") then read one a.txt (named from the root,
+    read from the current directory) and edit_file("a.txt", <that text>, ...) wrote another,
+    the version check comparing the wrong two files. agent.py's tools take paths from the
+    current directory, so a root of their own cannot be honoured: refused, with what to do."""
+    given = str(three_of_a_name / "W" / "sub") if root == "absolute" else root
+    with pytest.raises(ValueError, match="give root and resolve together"):
+        nb.approval_tools(nb.approve_all, root=given)
+    with pytest.raises(ValueError, match="give root and resolve together"):
+        nb.approval_tools(nb.approve_all, resolve=lambda path: Path(given, path))
+    assert contents(three_of_a_name) == ["beside\n", "W\n", "sub\n"]
+
+
+def test_the_default_tools_follow_the_current_directory_for_the_read_and_the_write(
+        three_of_a_name):
+    read, edit = gated()  # made in W
+    os.chdir("sub")  # agent.py's read_file now reads from W/sub: so must the whole flow
+    text = read("a.txt")["content"]
+    assert text == "sub\n"
+    assert edit("a.txt", text, "edited\n") == {"path": "a.txt", "action": "edited",
+                                                "approved": True}
+    assert contents(three_of_a_name) == ["beside\n", "W\n", "edited\n"]
+
+
+def test_a_root_given_as_a_relative_path_is_resolved_once(workdir):
+    """Resolved at each call, "project" meant another folder after a chdir, and the names
+    given to the sandbox's read_file climbed out of it."""
+    (workdir / "project").mkdir()
+    (workdir / "project" / "a.txt").write_text("inside\n", encoding="utf-8")
+    real = Path(os.path.realpath(workdir / "project"))
+    base_tools, base_registry = sandbox.sandbox_tools(real, risks=("read", "write"))
+    _, registry = nb.approval_tools(nb.approve_all, root="project",
+                                    resolve=partial(sandbox.resolve_in, real),
+                                    tools=base_tools, registry=base_registry)
+    os.chdir(workdir / "project")  # "project" from here would be project/project
+    assert registry["read_file"]("a.txt") == {"path": "a.txt", "content": "inside\n"}
+    assert registry["edit_file"]("a.txt", "inside", "still inside")["action"] == "edited"
+    assert (real / "a.txt").read_text(encoding="utf-8") == "still inside\n"
+
+
+def test_a_root_and_a_path_check_that_name_two_folders_are_refused(workdir):
+    (workdir / "project" / "docs").mkdir(parents=True)
+    real = Path(os.path.realpath(workdir / "project"))
+    tools, registry = sandbox.sandbox_tools(real, risks=("read", "write"))
+    with pytest.raises(ValueError, match="two different folders"):
+        nb.approval_tools(nb.approve_all, root=real / "docs",
+                          resolve=partial(sandbox.resolve_in, real), tools=tools,
+                          registry=registry)
+
+
+# --- what edit_file says and what it will not touch ----------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "kind"), [
+    ("a.txt/b", NotADirectoryError),  # a file where a folder should be
+    ("loop", OSError),  # a symbolic link to itself
+    ("loop/x", OSError),
+])
+def test_edit_errors_never_carry_the_absolute_path(workdir, path, kind):
+    write("a.txt", "a\n")
+    os.symlink("loop", "loop")
+    read, edit = gated(never_asked)
+    for old_str in ("", "a"):
+        with pytest.raises(kind) as caught:
+            edit(path, old_str, "x\n")
+        message = str(caught.value)
+        assert message.startswith(f"{path}: "), message
+        assert str(workdir) not in message and os.path.realpath(workdir) not in message
+    with pytest.raises(OSError) as caught:
+        read(path)
+    assert str(workdir) not in str(caught.value)
+    assert names(workdir) == ["a.txt", "loop"]
+
+
+def test_edit_file_never_opens_a_named_pipe_and_never_replaces_one(workdir):
+    """A rename would put a regular file in the pipe's place; and agent.py's read_file would
+    wait forever on it. So the file's type is checked first, without opening it."""
+    os.mkfifo("pipe")
+    _, edit = gated(never_asked)
+    for old_str in ("", "a"):
+        kind, error = within(2, edit, "pipe", old_str, "x")
+        assert kind == "error" and "pipe is not a regular file, so it may not be edited" in str(
+            error)
+    with pytest.raises(PermissionError, match="pipe is not a regular file; it was not replaced"):
+        nb.write_atomic(Path("pipe"), b"x")
+    assert stat.S_ISFIFO(os.lstat("pipe").st_mode)
+    assert names(workdir) == ["pipe"]
+
+
+# --- approving with the person's own changes ---------------------------------------------------
+
+
+def test_a_person_who_changes_the_edit_gets_their_text_written_and_the_model_is_told():
+    write("greet.py", GREET)
+    proposed = GREET.replace("Hello", "Hi")
+    theirs = GREET.replace("Hello", "Hey")
+    seen_by_editor = []
+
+    def editor(text):
+        seen_by_editor.append(text)
+        return text.replace("Hi", "Hey")
+
+    read, edit = gated(nb.scripted([nb.Decision(True, rewrite=editor), nb.APPROVE]))
+    read("greet.py")
+    result = edit("greet.py", "Hello", "Hi")
+    assert seen_by_editor == [proposed]  # the editor gets the whole proposed text
+    assert Path("greet.py").read_text(encoding="utf-8") == theirs
+    assert result == {"path": "greet.py", "action": "edited", "approved": True,
+                      "changed_by_person": nb.make_diff("greet.py", proposed, theirs)}
+    edit("greet.py", "Hey", "Hello")  # the fingerprint is of what was written: no re-read
+    assert Path("greet.py").read_text(encoding="utf-8") == GREET
+
+
+@pytest.mark.parametrize("rewrite", [lambda text: 1 / 0, lambda text: None])
+def test_a_rewrite_that_fails_writes_nothing(workdir, rewrite):
+    write("greet.py", GREET)
+    read, edit = gated(nb.scripted([nb.Decision(True, rewrite=rewrite)]))
+    read("greet.py")
+    with pytest.raises((ZeroDivisionError, TypeError)):
+        edit("greet.py", "Hello", "Hi")
+    assert Path("greet.py").read_text(encoding="utf-8") == GREET
+    assert names(workdir) == ["greet.py"]
+
+
+def test_a_change_while_the_person_edits_is_caught_by_the_re_check():
+    write("greet.py", GREET)
+
+    def slow_editor(text):
+        write("greet.py", GREET + "# saved meanwhile\n")
+        return text
+
+    read, edit = gated(nb.scripted([nb.Decision(True, rewrite=slow_editor)]))
+    read("greet.py")
+    with pytest.raises(nb.StaleFile, match="while the person was deciding"):
+        edit("greet.py", "Hello", "Hi")
+    assert Path("greet.py").read_text(encoding="utf-8") == GREET + "# saved meanwhile\n"
+
+
 # --- stacking with lesson 05's sandbox ------------------------------------------------------
 
 
@@ -816,7 +975,7 @@ def test_lines_are_split_at_newline_only(inside):
 
 def test_a_file_name_with_a_newline_keeps_the_diff_header_on_one_line():
     diff = nb.make_diff("evil\n+fake.py", None, "x\n")
-    assert diff.splitlines()[:2] == ["--- /dev/null", "+++ b/evil\\n+fake.py"]
+    assert diff.split("\n")[:2] == ["--- /dev/null", "+++ b/evil\\n+fake.py"]
 
 
 class Stream(io.StringIO):
@@ -834,7 +993,7 @@ def test_colour_only_when_the_output_is_a_terminal(monkeypatch):
     nb.show_diff(diff, plain)
     nb.show_diff(diff, terminal)
     assert plain.getvalue() == diff and "\x1b[" not in plain.getvalue()
-    lines = terminal.getvalue().splitlines()
+    lines = terminal.getvalue().split("\n")
     assert lines[0] == "\x1b[1m--- a/a.txt\x1b[0m"  # header: bold
     assert lines[3] == "\x1b[31m--- old\x1b[0m"  # a removed line that starts with "--": red
     assert lines[4] == "\x1b[32m+new\x1b[0m"
@@ -892,3 +1051,73 @@ def test_the_terminal_policy_colours_on_a_terminal_only(monkeypatch):
         monkeypatch.setattr("sys.stdout", out)
         nb.ask_terminal("a.txt", diff)
         assert ("\x1b[32m+b\x1b[0m" in out.getvalue()) is tty
+
+
+def test_sandboxed_approval_tools_is_the_stack_in_one_call(workdir):
+    (workdir / "project" / "docs").mkdir(parents=True)
+    (workdir / "secret.txt").write_text("secret\n", encoding="utf-8")
+    tools, registry = nb.sandboxed_approval_tools(nb.approve_all, "project")  # relative
+    assert [t["function"]["name"] for t in tools] == ["read_file", "list_files", "edit_file"]
+    assert registry["list_files"].func is sandbox.list_in
+    for path in ("../secret.txt", str(workdir / "secret.txt")):
+        with pytest.raises(sandbox.EscapeError):
+            registry["edit_file"](path, "", "mine\n")
+    os.chdir(workdir / "project" / "docs")  # the workspace stays where it was
+    assert registry["edit_file"]("docs/a.md", "", "a\n")["path"] == "docs/a.md"
+    assert (workdir / "project" / "docs" / "a.md").read_text(encoding="utf-8") == "a\n"
+    assert (workdir / "secret.txt").read_text(encoding="utf-8") == "secret\n"
+
+
+TAKE_AWAY = """
+import json, sys
+import diff_approval
+from agent import Agent, ScriptedClient, reply, tool_call
+
+out = {"course": "course" in sys.modules, "sandbox": "sandbox" in sys.modules}
+tools, registry = diff_approval.approval_tools(diff_approval.approve_all)
+out["plain"] = registry["edit_file"]("plain.txt", "", "plain\\n")["action"]
+if len(sys.argv) > 1:
+    import os
+    os.makedirs("project", exist_ok=True)
+    tools, registry = diff_approval.sandboxed_approval_tools(
+        diff_approval.approve_matching("*.md"), "project")
+    script = [[tool_call("edit_file", path="notes.md", old_str="", new_str="# notes\\n"),
+               tool_call("edit_file", path="../escape.md", old_str="", new_str="x\\n"),
+               tool_call("edit_file", path="setup.py", old_str="", new_str="x\\n")],
+              reply("done")]
+    bot = Agent(ScriptedClient(script), "scripted", tools=tools, registry=registry,
+                system_prompt=diff_approval.APPROVAL_PROMPT, on_event=None)
+    bot.chat("go")
+    out["stacked"] = [m["content"] for m in bot.messages if m["role"] == "tool"]
+    out["files"] = sorted(os.listdir("project"))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("stacked", [False, True], ids=["beside agent.py", "and sandbox.py"])
+def test_the_exported_module_works_beside_agent_py_and_stacks_on_sandbox_py(tmp_path, stacked):
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(course.__file__).resolve().parent.parent
+    shutil.copy(root / "agent.py", tmp_path / "agent.py")
+    lessons = ["06-diff-approval", "05-sandbox"] if stacked else ["06-diff-approval"]
+    for lesson in lessons:
+        out = tmp_path / f"{course.module_name(course.notebook_path(lesson))}.py"
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert course.main(["export", lesson, "-o", str(out)]) == 0
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AGENT_FROM_ZERO")}
+    done = subprocess.run([sys.executable, "-c", TAKE_AWAY, *(["stacked"] if stacked else [])],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["course"] is False and out["sandbox"] is False  # imported only when stacked
+    assert out["plain"] == "created"
+    if stacked:
+        created, escaped, refused = out["stacked"]
+        assert json.loads(created) == {"path": "notes.md", "action": "created", "approved": True}
+        assert "path escapes the workspace" in escaped
+        assert "only files matching *.md may be changed" in refused
+        assert out["files"] == ["notes.md"]
+        assert not (tmp_path / "escape.md").exists()

@@ -1,0 +1,240 @@
+"""Checks of lesson 06's coding exercises. Each runs the student's code on the lesson's own
+flow (the module diff_approval: the notebook's export cells), in a scratch folder."""
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from unittest import mock
+
+import course
+import diff_approval as flow
+
+from agent import Agent, ScriptedClient, reply, tool_call
+
+GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
+
+
+def quietly(func, *args):
+    """Call func with stdout captured; return (its value, what it printed)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        value = func(*args)
+    return value, out.getvalue()
+
+
+def typing(answer):
+    """builtins.input replaced by a person who types answer (or presses Ctrl-D / Ctrl-C)."""
+    effect = {"side_effect": answer} if isinstance(answer, type) else {"return_value": answer}
+    return mock.patch("builtins.input", **effect)
+
+
+@course.exercise("06.1", "approve with your own changes (ask_or_edit)")
+def _(t, ask_or_edit):
+    proposed = GREET.replace("Hello", "Hi")
+    diff = flow.make_diff("greet.py", GREET, proposed)
+    given = []
+
+    def editor(text):
+        given.append(text)
+        return text.replace("Hi", "Hey")
+
+    with t.case('typing "e" writes the person\'s version, and the model is told what changed'):
+        Path("greet.py").write_text(GREET, encoding="utf-8")
+        _, registry = flow.approval_tools(ask_or_edit(editor))
+        registry["read_file"]("greet.py")
+        with typing("e"):
+            result, _ = quietly(registry["edit_file"], "greet.py", "Hello", "Hi")
+        written = Path("greet.py").read_text(encoding="utf-8")
+        assert written == GREET.replace("Hello", "Hey"), f"the file holds {written!r}"
+        assert given == [proposed], "the editor should get the whole proposed text, once"
+        assert "changed_by_person" in result, f"the result was {result}"
+
+    with t.case("the diff is shown before the question"):
+        with typing("n"):
+            _, printed = quietly(ask_or_edit(editor), "greet.py", diff)
+        assert '+    return f"Hi, {name}!"' in printed, "the diff was not printed"
+
+    with t.case("y and yes approve the model's version, without opening the editor"):
+        given.clear()
+        for typed in ("y", "yes"):
+            with typing(typed):
+                decision, _ = quietly(ask_or_edit(editor), "greet.py", diff)
+            decision = flow.as_decision(decision)
+            assert decision.approved, f"{typed!r} did not approve"
+            assert decision.rewrite is None, f"{typed!r} should approve the text as it is"
+        assert given == [], "the editor was opened"
+
+    with t.case('n and Enter reject with "the person said no"; other words are the reason'):
+        for typed, reason in (("n", "the person said no"), ("", "the person said no"),
+                              ("use pathlib", "use pathlib")):
+            with typing(typed):
+                decision, _ = quietly(ask_or_edit(editor), "greet.py", diff)
+            decision = flow.as_decision(decision)
+            assert not decision.approved, f"{typed!r} approved"
+            assert decision.reason == reason, f"{typed!r} gave the reason {decision.reason!r}"
+
+    with t.case("Ctrl-D and Ctrl-C reject"):
+        for key in (EOFError, KeyboardInterrupt):
+            with typing(key):
+                decision, _ = quietly(ask_or_edit(editor), "greet.py", diff)
+            assert not flow.as_decision(decision).approved, f"{key.__name__} approved"
+
+
+@course.exercise("06.2", "approve once per file (remember)")
+def _(t, remember):
+    asked = []
+
+    def person(path, diff):
+        asked.append(path)
+        return flow.reject("not b") if path == "b.txt" else flow.APPROVE
+
+    policy = remember(person)
+    with t.case("the first edit of a path asks the inner policy"):
+        decision = flow.as_decision(policy("a.txt", "diff 1"))
+        assert decision.approved and asked == ["a.txt"], f"asked about {asked}"
+
+    with t.case("a later edit of an approved path is approved without asking"):
+        decision = flow.as_decision(policy("a.txt", "diff 2"))
+        assert decision.approved, "the second edit of a.txt was not approved"
+        assert asked == ["a.txt"], f"the inner policy was asked again: {asked}"
+
+    with t.case("another path is asked about"):
+        policy("c.txt", "diff 3")
+        assert asked == ["a.txt", "c.txt"], f"asked about {asked}"
+
+    with t.case("a rejection keeps its reason and is not remembered"):
+        for _ in range(2):
+            decision = flow.as_decision(policy("b.txt", "diff 4"))
+            assert not decision.approved and decision.reason == "not b", f"got {decision}"
+        assert asked.count("b.txt") == 2, "a rejected path was not asked again"
+
+    with t.case("an inner policy may answer True/False, as any policy may"):
+        answers = iter([False, True])
+        yes_no = remember(lambda path, diff: next(answers))
+        assert not flow.as_decision(yes_no("x.txt", "")).approved
+        assert flow.as_decision(yes_no("x.txt", "")).approved
+        assert flow.as_decision(yes_no("x.txt", "")).approved, "True was not remembered"
+
+    with t.case("each remember() has a memory of its own"):
+        other = []
+        remember(lambda path, diff: other.append(path) or flow.APPROVE)("a.txt", "")
+        assert other == ["a.txt"], "a new remember() did not ask about a.txt"
+
+    with t.case("in the flow: two edits of one file, the person asked once"):
+        asked.clear()
+        _, registry = flow.approval_tools(remember(person))
+        registry["edit_file"]("a.txt", "", "1\n")
+        registry["edit_file"]("a.txt", "1", "2")
+        assert Path("a.txt").read_text(encoding="utf-8") == "2\n" and asked == ["a.txt"]
+
+
+def refused(call, *args) -> str:
+    """The message of the StaleFile that call raised (any module's StaleFile)."""
+    try:
+        call(*args)
+    except Exception as exc:
+        assert type(exc).__name__ == "StaleFile", f"it raised {type(exc).__name__}: {exc}"
+        return str(exc)
+    raise AssertionError("the edit was written, but the file had changed since it was read")
+
+
+@course.exercise("06.3", "show the model the conflict (conflict_tools)")
+def _(t, conflict_tools):
+    def stale_setup(read_as="notes.txt"):
+        Path("notes.txt").write_text("one\ntwo\n", encoding="utf-8")
+        _, registry = conflict_tools(flow.approve_all)
+        registry["read_file"](read_as)
+        Path("notes.txt").write_text("one\nTWO\n", encoding="utf-8")  # a colleague's change
+        return registry
+
+    with t.case("a read and an edit still work"):
+        Path("a.txt").write_text("a\n", encoding="utf-8")
+        tools, registry = conflict_tools(flow.approve_all)
+        assert {"read_file", "edit_file"} <= set(registry), "read_file or edit_file is missing"
+        registry["read_file"]("a.txt")
+        registry["edit_file"]("a.txt", "a", "b")
+        assert Path("a.txt").read_text(encoding="utf-8") == "b\n"
+
+    with t.case("a stale edit is refused, nothing is written, and it says to read again"):
+        registry = stale_setup()
+        message = refused(registry["edit_file"], "notes.txt", "one", "1")
+        assert "changed since you read it" in message, f"the error says {message!r}"
+        assert Path("notes.txt").read_text(encoding="utf-8") == "one\nTWO\n"
+
+    with t.case("the error holds the diff from what the model read to what is on disk now"):
+        registry = stale_setup()
+        message = refused(registry["edit_file"], "notes.txt", "one", "1")
+        assert flow.make_diff("notes.txt", "one\ntwo\n", "one\nTWO\n") in message, \
+            "no diff (or one the wrong way round: it goes from the text read to the text now)"
+
+    with t.case("the diff is found when the file was read as ./notes.txt"):
+        registry = stale_setup(read_as="./notes.txt")
+        message = refused(registry["edit_file"], "notes.txt", "one", "1")
+        assert "+TWO" in message, "keep the text by the result's path, the real name"
+
+    with t.case("after the diff, the edit goes through without reading again"):
+        registry = stale_setup()
+        refused(registry["edit_file"], "notes.txt", "one", "1")
+        registry["edit_file"]("notes.txt", "one", "1")
+        assert Path("notes.txt").read_text(encoding="utf-8") == "1\nTWO\n"
+
+    with t.case("a file never read is still refused with 'read it first', no diff"):
+        Path("other.txt").write_text("x\n", encoding="utf-8")
+        _, registry = conflict_tools(flow.approve_all)
+        message = refused(registry["edit_file"], "other.txt", "", "y\n")
+        assert "read it first" in message and "@@" not in message, f"got {message!r}"
+
+    with t.case("the model reads the diff in its tool result"):
+        Path("notes.txt").write_text("one\ntwo\n", encoding="utf-8")
+
+        def colleague_then_model(messages):
+            Path("notes.txt").write_text("one\nTWO\n", encoding="utf-8")
+            return tool_call("edit_file", path="notes.txt", old_str="one", new_str="1")
+
+        script = [tool_call("read_file", path="notes.txt"), colleague_then_model,
+                  tool_call("edit_file", path="notes.txt", old_str="one", new_str="1"),
+                  reply("done")]
+        tools, registry = conflict_tools(flow.approve_all)
+        bot = Agent(ScriptedClient(script), "scripted", tools=tools, registry=registry,
+                    on_event=None)
+        bot.chat("edit")
+        results = [m["content"] for m in bot.messages if m["role"] == "tool"]
+        assert "+TWO" in json.loads(results[1])["error"], "the tool result has no diff"
+        assert json.loads(results[2]).get("action") == "edited", f"then: {results[2]}"
+
+
+@course.exercise("06.5", "an audit log of every edit (audit_log)")
+def _(t, audit_log):
+    def run(log, script, answers):
+        Path("a.txt").write_text("a\n", encoding="utf-8")
+        Path("c.txt").write_text("c\n", encoding="utf-8")
+        tools, registry = flow.approval_tools(flow.scripted(answers))
+        bot = Agent(ScriptedClient(script), "scripted", tools=tools, registry=registry,
+                    on_event=audit_log(log))
+        bot.chat("edit")
+
+    script = [tool_call("read_file", path="a.txt"),
+              [tool_call("edit_file", path="a.txt", old_str="a", new_str="A"),
+               tool_call("edit_file", path="b.txt", old_str="", new_str="b\n"),
+               tool_call("edit_file", path="c.txt", old_str="", new_str="C\n")],
+              tool_call("edit_file", path="a.txt", old_str="missing", new_str="x"),
+              reply("done")]
+    expected = ["call_2\ta.txt\twritten", "call_3\tb.txt\trejected: not that one",
+                "call_4\tc.txt\tstale", "call_5\ta.txt\tfailed"]
+    lines = []
+    with t.case("one line per edit_file call, none for read_file"):
+        run("edits.log", script, [flow.APPROVE, flow.reject("not that one")])
+        lines = Path("edits.log").read_text(encoding="utf-8").split("\n")
+        assert lines[-1] == "", "every line ends with a newline"
+        lines = lines[:-1]
+        assert len(lines) == 4, f"{len(lines)} lines: {lines}"
+    for want in expected:
+        outcome = want.split("\t")[2].split(":")[0]
+        with t.case(f"a {outcome} edit: {want!r}"):
+            assert want in lines, f"no such line; the lines are {lines}"
+    with t.case("a second run appends and keeps the first run's lines"):
+        run("edits.log", [tool_call("edit_file", path="d.txt", old_str="", new_str="d\n"),
+                          reply("done")], [flow.APPROVE])
+        again = Path("edits.log").read_text(encoding="utf-8").split("\n")[:-1]
+        assert again == [*lines, "call_1\td.txt\twritten"], f"the log is now {again}"

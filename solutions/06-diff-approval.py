@@ -1,0 +1,117 @@
+"""Reference solutions of lesson 06's coding exercises (tests/test_exercises.py runs their
+checks on them). They use the lesson's own module, diff_approval."""
+
+import json
+
+from diff_approval import (
+    APPROVE,
+    Decision,
+    StaleFile,
+    approval_tools,
+    as_decision,
+    make_diff,
+    reject,
+    show_diff,
+    visible,
+)
+
+
+def ask_or_edit(editor):
+    """Exercise 1: ask_terminal, plus "e": the person edits the proposed text, then approves."""
+    def policy(path, diff):
+        show_diff(diff)
+        try:
+            answer = input(f"apply this change to {visible(path, keep='')}? "
+                           "[y/N/e to edit, or say why not] ").strip()
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return reject("no answer from the person (input closed or Ctrl-C)")
+        if answer.lower() in ("y", "yes"):
+            return APPROVE
+        if answer.lower() == "e":
+            return Decision(True, rewrite=editor)  # edit_file calls editor(new text)
+        return reject("the person said no" if answer.lower() in ("", "n", "no") else answer)
+    return policy
+
+
+def remember(policy):
+    """Exercise 2: ask once per path; an approval is remembered, a rejection is not."""
+    approved = set()
+
+    def remembering(path, diff):
+        if path in approved:
+            return APPROVE
+        decision = as_decision(policy(path, diff))
+        if decision.approved:
+            approved.add(path)
+        return decision
+    return remembering
+
+
+def conflict_tools(policy):
+    """Exercise 3: a stale edit's error shows the diff from the text read to the text now."""
+    tools, registry = approval_tools(policy)
+    read, edit = registry["read_file"], registry["edit_file"]
+    last_read = {}  # real name -> the text the model last read
+
+    def read_file(path):
+        result = read(path)
+        last_read[result["path"]] = result["content"]
+        return result
+
+    def edit_file(path, old_str, new_str):
+        try:
+            return edit(path, old_str, new_str)
+        except StaleFile as exc:
+            if "read it first" in str(exc):
+                raise  # never read: there is no old text to compare with
+            try:
+                now = read(path)  # also updates the fingerprint: the model now knows this text
+            except FileNotFoundError:
+                raise exc from None
+            before = last_read.get(now["path"])
+            last_read[now["path"]] = now["content"]
+            if before is None:
+                raise
+            changes = make_diff(now["path"], before, now["content"])
+            raise StaleFile(f"{exc}. What changed since you read it:\n{changes}") from None
+
+    return tools, {**registry, "read_file": read_file, "edit_file": edit_file}
+
+
+def audit_log(log_path):
+    """Exercise 5: one line per edit_file result: call id, path, outcome."""
+    paths = {}  # tool_call_id -> the path the model asked for
+
+    def on_event(event):
+        if event.get("name") != "edit_file":
+            return
+        if event["type"] == "tool_execution_start":
+            try:
+                paths[event["tool_call_id"]] = json.loads(event["arguments"]).get("path", "?")
+            except (ValueError, AttributeError):
+                paths[event["tool_call_id"]] = "?"
+        elif event["type"] == "tool_execution_end":
+            outcome = "written"
+            if event["is_error"]:
+                error = json.loads(event["result"]).get("error", "")
+                if "the person rejected this edit of " in error:
+                    reason = error.split(": ", 2)[-1].removesuffix(". Nothing was written.")
+                    outcome = f"rejected: {reason}"
+                elif "read it" in error:
+                    outcome = "stale"
+                else:
+                    outcome = "failed"
+            path = paths.pop(event["tool_call_id"], "?")
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(f"{event['tool_call_id']}\t{visible(path, keep='')}\t"
+                          f"{visible(outcome, keep='')}\n")
+    return on_event
+
+
+SOLUTIONS = {
+    "06.1": (ask_or_edit,),
+    "06.2": (remember,),
+    "06.3": (conflict_tools,),
+    "06.5": (audit_log,),
+}
