@@ -845,12 +845,18 @@ def test_the_stoppable_shell_is_lesson_05s_tool_when_nobody_aborts(tmp_path):
     sandbox = course.load_notebook("05-sandbox")
     workspace = Path(os.path.realpath(tmp_path))
     never = ps.AbortSignal()
-    for command in ["echo out; echo err >&2; exit 3", "pwd -P", "env | sort",
+    for command in ["echo out; echo err >&2; exit 3", "pwd -P; echo $HOME/notes", "env | sort",
                     "cat; echo no input", "seq 1 5000"]:
         assert ps.run_stoppable(workspace, command, never, max_output=300) == \
             sandbox.run_in(workspace, command, max_output=300)
     timed = ps.run_stoppable(workspace, "sleep 5", never, timeout=0.2)
     assert timed["exit_code"] == -signal.SIGKILL and "timed_out" in timed
+    gone = workspace / "gone"
+    with pytest.raises(OSError) as stoppable:
+        ps.run_stoppable(gone, "true", never)
+    with pytest.raises(OSError) as original:
+        sandbox.run_in(gone, "true")
+    assert str(stoppable.value) == str(original.value) and str(gone) not in str(original.value)
 
 
 # --- take it with you --------------------------------------------------------------------------
