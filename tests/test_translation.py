@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
 ZH = LESSONS / "zh"
 
-# English texts whose Chinese twin is still being written. This list only shrinks.
+# English texts whose Chinese twin is still being written (a new lesson starts here).
 NOT_YET_TRANSLATED: set[str] = {
     "lessons/03-the-loop.md", "lessons/04-guards.md", "lessons/05-sandbox.md",
     "lessons/09-sessions.md", "lessons/10-parallel-and-steering.md", "lessons/README.md",
