@@ -202,12 +202,13 @@ def print_event(event: dict) -> None:
     elif kind == "message_end" and role == "tool":
         label = "tool error: " if event.get("is_error") else "tool result:"
         print(f"{label} {one_line(message['content'])}")
-    elif kind == "agent_end" and event["stop_reason"] in ("max_turns", "length"):
+    elif kind == "agent_end" and event["stop_reason"] not in ("done", "error", "interrupted"):
         print(f"stopped:     {event['stop_reason']}")  # an error is shown by whoever catches it
 
 
 def one_line(text: str, width: int = 150) -> str:
-    text = text.replace("\n", "\\n")
+    # backslashreplace: a lone surrogate (half an emoji) cannot be printed; show it as \udXXX
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\n", "\\n")
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -376,6 +377,9 @@ def assistant_message(message) -> dict:
     # function_call is the deprecated twin of tool_calls that some servers add; empty lists
     # (e.g. "tool_calls": []) are dropped; llama.cpp's server rejects null content.
     data = message.model_dump(mode="json", exclude_none=True, exclude={"function_call"})
+    # A lone surrogate (half an emoji, which some servers send) cannot be encoded in the next
+    # request and would fail every later one: replaced, as run_tool does in a tool result.
+    data = json.loads(to_json(data).encode("utf-8", "replace"))
     extras = {key: value for key, value in data.items()
               if value != [] and key not in ("role", "content")}
     # A few servers omit a call's id, but its result must name one.
@@ -412,7 +416,9 @@ def bound(text: str, limit: int) -> str:
 def trace_to(path: str):
     """An on_event handler that appends every event to a JSON Lines file, with the time."""
     def write(event: dict) -> None:
-        with open(path, "a", encoding="utf-8") as file:
+        # A lone surrogate (half an emoji, as some servers send) has no UTF-8 form; written
+        # as \udXXX it is a JSON escape that reads back the same. A trace must not stop a run.
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as file:
             file.write(to_json({"time": time.time(), **event}) + "\n")
     return write
 

@@ -35,18 +35,13 @@ def pytest_unconfigure(config):
 
 # --- 2. every notebook cell, twice ---------------------------------------------------------
 
-# Notebooks still being made re-runnable: their cells run once. This list only shrinks.
-NOT_YET_RERUNNABLE = {"01-tools.ipynb", "03-the-loop.ipynb", "04-guards.ipynb",
-                      "05-sandbox.ipynb", "07-tracing.ipynb"}
-
-
 def pytest_collection_modifyitems(items):
     try:
         from nbval.plugin import IPyNbCell
     except ImportError:  # nbval not installed: nothing to do
         return
     for item in items:
-        if isinstance(item, IPyNbCell) and item.path.name not in NOT_YET_RERUNNABLE:
+        if isinstance(item, IPyNbCell):
             item.runtest = _twice(item)
 
 

@@ -27,6 +27,7 @@ import html
 import importlib.abc
 import importlib.util
 import json
+import linecache
 import os
 import shutil
 import sys
@@ -95,8 +96,8 @@ class Table:
     """Rows under a header: shown as an HTML table by Jupyter, as aligned text elsewhere."""
 
     def __init__(self, header, rows, width=70):
-        self.header = [str(h) for h in header]
-        self.rows = [[str(cell) for cell in row] for row in rows]
+        self.header = [printable(h) for h in header]
+        self.rows = [[printable(cell) for cell in row] for row in rows]
         self.width = width
 
     def _repr_html_(self):
@@ -114,6 +115,12 @@ class Table:
                  for r in cells]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
+
+
+def printable(value) -> str:
+    """str(value), with a lone surrogate (half an emoji) shown as \\udXXX: Jupyter cannot
+    send one, and a table must never stop a run."""
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def table(header, rows, width=70) -> Table:
@@ -155,7 +162,7 @@ def watch(bot: agent.Agent, width: int = 70):
 
         def show():
             nonlocal printed
-            lines = agent.format_history(bot.messages, width).splitlines()
+            lines = agent.format_history(bot.messages, width).split("\n")  # not at U+2028
             for line in lines[printed:]:
                 print(line)
             printed = len(lines)
@@ -409,8 +416,14 @@ def load_notebook(name: str, tag: str = "export"):
         "".join(c["source"]) for c in cells(path, tag) if c["cell_type"] == "code")
     module = types.ModuleType(module_name(path))
     module.__file__ = str(path)
-    exec(compile(source, str(path), "exec"), module.__dict__)
+    _run(source, f"{path.name} ({tag} cells)", module)
     return module
+
+
+def _run(source: str, name: str, module) -> None:
+    """Run source in module; tracebacks show its own lines, not the notebook's JSON."""
+    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
+    exec(compile(source, name, "exec"), module.__dict__)
 
 
 class _ExportCellsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -435,7 +448,7 @@ class _ExportCellsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         path = Path(module.__spec__.origin)
         module.__file__ = str(path)
-        exec(compile(export_source(path), str(path), "exec"), module.__dict__)
+        _run(export_source(path), f"{path.name} (export cells)", module)
 
 
 if not any(isinstance(finder, _ExportCellsFinder) for finder in sys.meta_path):

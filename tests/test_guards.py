@@ -8,6 +8,10 @@ tools) and inside a real Agent driven by a scripted model.
 import functools
 import inspect
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -425,3 +429,37 @@ def test_the_export_cells_only_define(workspace, capsys):
     names = {name for name in vars(module) if not name.startswith("__")}
     assert {"repeat_guard", "RepeatedCall", "read_before_edit", "EditRefused"} <= names
     assert "workspace" not in names
+
+
+def test_take_it_with_you_the_exported_guards_run_beside_a_copy_of_agent_py(tmp_path):
+    """The lesson's last section: `course.py export 04-guards -o guards.py`, agent.py beside
+    it, and a builder's own program stacks both guards on the scripted model."""
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(root / "notebooks" / "course.py"), "export",
+                           "04-guards", "-o", str(tmp_path / "guards.py")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    code = (tmp_path / "guards.py").read_text(encoding="utf-8").split('"""', 2)[2]  # no header
+    assert "import course" not in code and "course." not in code
+    shutil.copy(root / "agent.py", tmp_path / "agent.py")
+    program = """
+from pathlib import Path
+from agent import TOOL_REGISTRY, Agent, ScriptedClient, reply, tool_call
+from guards import EditRefused, RepeatedCall, read_before_edit, repeat_guard
+
+Path("config.ini").write_text("debug = false\\n")
+edit = tool_call("edit_file", path="config.ini", old_str="false", new_str="true")
+read = tool_call("read_file", path="config.ini")
+bot = Agent(ScriptedClient([edit, read, read, read, edit, reply("done")]), "scripted",
+            registry=read_before_edit(repeat_guard(TOOL_REGISTRY, limit=2)), on_event=None)
+assert bot.chat("turn debug on") == "done"
+errors = [m["content"] for m in bot.messages if m["role"] == "tool" and "error" in m["content"]]
+assert "refused" in errors[0] and "not run" in errors[1] and len(errors) == 2, errors
+assert Path("config.ini").read_text() == "debug = true\\n"
+print("ok", EditRefused.__module__, RepeatedCall.__module__)
+"""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ran = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=environment,
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "ok guards guards"

@@ -732,3 +732,11 @@ def test_the_default_printer_leaves_errors_to_whoever_catches_them(in_tmp, capsy
     with pytest.raises(RuntimeError):
         Agent(ScriptedClient([boom])).chat("hi")
     assert capsys.readouterr().out == "user:        hi\n"
+
+
+def test_the_default_printer_shows_a_lone_surrogate_instead_of_failing_the_run(capsys):
+    """print_event must never stop a run over the text of an event: a user message holding
+    half an emoji is printed escaped, and the run ends done."""
+    agent = Agent(ScriptedClient([reply("ok")]))
+    assert agent.chat("half \ud83d an emoji") == "ok" and agent.stop_reason == "done"
+    assert "user:        half \\ud83d an emoji" in capsys.readouterr().out

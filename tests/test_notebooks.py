@@ -180,3 +180,56 @@ def test_export_commands_give_a_message_not_a_traceback(tmp_path, capsys):
     with pytest.raises(SystemExit):
         course.main(["export", "-o", str(tmp_path)])  # neither a lesson nor --all
     assert "give one lesson, or --all" in capsys.readouterr().err
+
+
+def test_a_table_shows_half_an_emoji_escaped_instead_of_failing():
+    shown = course.table(["text"], [["half \ud83d"]])
+    assert "half \\ud83d" in repr(shown) and "half \\ud83d" in shown._repr_html_()
+    repr(shown).encode("utf-8")  # sendable to Jupyter
+
+
+def test_a_traceback_from_export_cells_shows_their_code_not_the_notebooks_json():
+    import traceback
+
+    sandbox = course.load_notebook("05-sandbox")
+    try:
+        sandbox.resolve_in(Path("/nonexistent-root"), "")
+    except ValueError:
+        shown = traceback.format_exc()
+    assert "05-sandbox.ipynb (export cells)" in shown
+    assert 'raise ValueError("invalid path' in shown and '"source": [' not in shown
+
+
+# --- every lesson has the same shape -----------------------------------------------------------
+
+LESSON_TEXTS = sorted((ROOT / "lessons").glob("[0-9][0-9]-*.md"))
+SECTIONS = ["What you will learn", "The idea", "Diagram", "Walk through the code", "Pitfalls",
+            "Exercises", "Questions to discuss", "Take it with you"]
+
+
+@pytest.mark.parametrize("lesson", LESSON_TEXTS, ids=[p.stem for p in LESSON_TEXTS])
+def test_every_lesson_has_the_sections_in_order_and_a_notebook_twin(lesson):
+    text = lesson.read_text(encoding="utf-8")
+    headings = [line[3:].strip() for line in text.split("\n") if line.startswith("## ")]
+    assert [h for h in headings if h in SECTIONS] == SECTIONS, headings
+    after = headings[headings.index("Take it with you") + 1:]
+    assert all(h.startswith("Appendix") for h in after), f"only appendices after the end: {after}"
+    assert "```mermaid" in text.split("## Diagram")[1].split("\n## ")[0]
+    notebook = ROOT / "notebooks" / f"{lesson.stem}.ipynb"
+    assert notebook.exists() and f"../notebooks/{notebook.name}" in text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_links_its_lesson_and_ends_with_check_yourself_then_your_turn(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    first = "".join(cells[0]["source"])
+    assert cells[0]["cell_type"] == "markdown" and f"../lessons/{path.stem}.md" in first
+    titles = [line for c in cells if c["cell_type"] == "markdown"
+              for line in "".join(c["source"]).split("\n") if line.startswith("## ")]
+    assert "## Check yourself" in titles and "## Your turn" in titles
+    assert titles.index("## Check yourself") < titles.index("## Your turn")
+    your_turn = [i for i, c in enumerate(cells) if "\n## Your turn" in "\n" + "".join(c["source"])]
+    for cell in cells[your_turn[0]:]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        assert cell["cell_type"] == "markdown" or "exercise" in tags, \
+            "after 'Your turn' come only exercises and the words between them"

@@ -26,7 +26,9 @@ class FakeServer:
         assert request.headers["authorization"] == "Bearer test"
         self.bodies.append(json.loads(request.content))
         status, body = self.replies.pop(0)
-        return httpx2.Response(status, json=body)
+        # json.dumps escapes as a real server does ("\\ud83d"), so any text can be sent
+        return httpx2.Response(status, content=json.dumps(body).encode(),
+                               headers={"content-type": "application/json"})
 
     def client(self) -> openai.OpenAI:
         transport = httpx2.MockTransport(self.handler)
@@ -172,3 +174,20 @@ def test_a_tool_call_without_an_id_gets_one_so_it_can_be_answered():
         "role": "tool", "tool_call_id": call_id, "content": '{"path": "a.txt", "content": "alpha"}'}
     assert server.bodies[1]["messages"] == agent.messages[:4]
     assert_history_valid(agent.messages)
+
+
+def test_a_lone_surrogate_from_the_server_does_not_fail_the_next_request(capsys):
+    """Half an emoji in the model's text and in a call's arguments, as some servers send: the
+    history keeps a sendable form of it, the next request goes out, the default printer copes."""
+    half = "\ud83d"
+    server = FakeServer(
+        ok({"content": f"reading {half}", "tool_calls": [
+            call("c1", "read_file", path="a.txt", note=half)]}, "tool_calls"),
+        ok({"content": f"done {half}"}))
+    agent = Agent(server.client(), "fake-model")  # print_event, the default handler
+    assert agent.chat("go").startswith("done")
+    assert agent.stop_reason == "done" and len(server.bodies) == 2
+    sent = json.dumps(server.bodies[1], ensure_ascii=False)
+    assert half not in sent and "reading ?" in sent
+    assert_history_valid(agent.messages)
+    assert "agent:       done ?" in capsys.readouterr().out  # printed, not raised

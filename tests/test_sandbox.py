@@ -9,6 +9,11 @@ must not appear in any answer.
 import errno
 import json
 import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,6 +36,8 @@ NOT_TEXT = "{name}: invalid path {path!r}: it is not valid text"
 NO_PATH = "{name}: invalid path: give a path relative to the workspace, like notes/a.md"
 LOOP = "{name}: {path}: a symbolic link on the way loops or changed"
 TOO_LONG = "{name}: {path}: " + os.strerror(errno.ENAMETOOLONG)  # the OS refuses it, told_as
+HARD_LINK = ("{name}: {path} has 2 hard links: another name for it may be outside the "
+             "workspace, so the file tools do not open it")
 
 
 @pytest.fixture
@@ -148,6 +155,10 @@ ATTACKS = [
     attack("edit_file", replace("chain1"), ESCAPE, "replace-through-chain"),
     attack("edit_file", replace("../outside/secret.txt"), ESCAPE, "replace-dotdot"),
     attack("edit_file", create(".."), ESCAPE, "write-root-parent"),
+    # a hard link is not a pointer but a second name of the same file: no path check sees it
+    attack("read_file", "hard.txt", HARD_LINK, "hard-link-read"),
+    attack("edit_file", create("hard.txt"), HARD_LINK, "hard-link-overwrite"),
+    attack("edit_file", replace("hard.txt"), HARD_LINK, "hard-link-replace"),
     # NUL bytes and other invalid names
     attack("read_file", "notes/todo.md\x00.png", CONTROL, "nul"),
     attack("read_file", "\x00", CONTROL, "nul-only"),
@@ -283,12 +294,155 @@ def test_overlapping_matches_count_as_in_agent_edit_file(lab, monkeypatch, text,
 
 def test_special_files_do_not_hang_the_agent(lab):
     """A FIFO (which a shell command can make) would block a plain open() forever."""
+    refused = "fifo is not a regular file"
     blocked, answer = nb.attempt(lab.registry, "read_file", path="fifo")
-    assert blocked and "fifo is not a regular file" in answer
+    assert blocked and refused in answer
     blocked, answer = nb.attempt(lab.registry, "edit_file", path="fifo", old_str="", new_str="x")
-    assert blocked and answer.startswith("edit_file: fifo:")
+    assert blocked and refused in answer
     blocked, answer = nb.attempt(lab.registry, "list_files", path="fifo")
-    assert blocked and "not a directory" in answer
+    assert blocked and refused in answer
+
+
+# --- Special files and hard links: what the jail's tools refuse to open ---------------------
+
+
+def read_write_agent(lab, *calls):
+    """An agent with only read and write rights, running the given tool calls in order."""
+    tools, registry = nb.sandbox_tools(lab.workspace, ("read", "write"))
+    bot = agent.Agent(agent.ScriptedClient([*calls, agent.reply("done")]), "scripted",
+                      tools=tools, registry=registry, on_event=None)
+    bot.chat("go")
+    return [m["content"] for m in bot.messages if m["role"] == "tool"]
+
+
+def test_edit_file_does_not_write_into_a_named_pipe_another_process_reads(lab):
+    """With a reader on the other end, opening a FIFO for writing succeeds at once (O_NONBLOCK
+    does not help): the type must be checked before anything is written. Nothing reaches the
+    reader, through a bare call or through an agent that may only read and write."""
+    reader = os.open(lab.workspace / "fifo", os.O_RDONLY | os.O_NONBLOCK)  # the other process
+    try:
+        blocked, answer = nb.attempt(lab.registry, "edit_file", path="fifo", old_str="",
+                                     new_str="x")
+        assert blocked and "fifo is not a regular file" in answer, answer
+        results = read_write_agent(lab, agent.tool_call("edit_file", path="fifo", old_str="",
+                                                        new_str="y"))
+        assert "fifo is not a regular file" in results[0]
+        assert os.read(reader, 100) == b""  # end of file: no writer ever opened it
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(os.lstat(lab.workspace / "fifo").st_mode)
+
+
+def test_edit_file_does_not_overwrite_a_character_device(lab):
+    """A device node in the workspace (root unpacking an archive can make one) is not a file:
+    it is refused before it is opened, and stays what it was."""
+    node = lab.workspace / "devnode"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # /dev/null's numbers
+    except PermissionError:
+        pytest.skip("making a device node needs root here")
+    for arguments in ({"old_str": "", "new_str": "x"}, {"old_str": "a", "new_str": "b"}):
+        blocked, answer = nb.attempt(lab.registry, "edit_file", path="devnode", **arguments)
+        assert blocked and "devnode is not a regular file" in answer, answer
+    blocked, answer = nb.attempt(lab.registry, "read_file", path="devnode")
+    assert blocked and "devnode is not a regular file" in answer
+    assert stat.S_ISCHR(os.lstat(node).st_mode)
+
+
+def test_a_socket_in_the_workspace_is_refused_too(lab, monkeypatch):
+    """Any user can make a socket file (bind): it is neither a file nor a folder."""
+    monkeypatch.chdir(lab.workspace)  # a socket's path must be short: bind it by its name
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind("sock")
+        for name, arguments in (("read_file", {}), ("edit_file", {"old_str": "", "new_str": "x"})):
+            blocked, answer = nb.attempt(lab.registry, name, path="sock", **arguments)
+            assert blocked and "sock is not a regular file" in answer, answer
+    finally:
+        server.close()
+
+
+def test_a_hard_link_is_refused_through_an_agent_that_may_only_read_and_write(lab):
+    """build_lab's hard.txt is a second name of outside/secret.txt (a shell command could make
+    one). A regular file the tools open must have one link; the check comes before the file
+    is emptied (no O_TRUNC at the open), so the refused overwrite loses nothing."""
+    results = read_write_agent(
+        lab, agent.tool_call("read_file", path="hard.txt"),
+        agent.tool_call("edit_file", path="hard.txt", old_str="", new_str="pwned"))
+    assert all("hard.txt has 2 hard links" in result for result in results), results
+    assert (lab.outside / "secret.txt").read_text() == SECRET + "\n"
+
+
+def test_a_file_the_tools_create_or_overwrite_is_written_whole(lab):
+    """The other side of the checks: new files are created (with O_EXCL: ours), existing ones
+    emptied and rewritten, longer or shorter, and each says which it was."""
+    call = lab.registry["edit_file"]
+    assert call("fresh/new.md", "", "a long first version\n")["action"] == "created"
+    assert call("fresh/new.md", "", "short\n")["action"] == "overwritten"
+    assert (lab.workspace / "fresh" / "new.md").read_text() == "short\n"
+    assert call("fresh/new.md", "short", "longer than before")["action"] == "edited"
+    assert (lab.workspace / "fresh" / "new.md").read_text() == "longer than before\n"
+    assert os.stat(lab.workspace / "fresh" / "new.md").st_nlink == 1
+
+
+def test_a_special_file_swapped_in_after_the_check_is_never_written(lab, monkeypatch):
+    """The type is checked on the path before the open (opening a FIFO or a device can do
+    things) and again on the descriptor after it: what is checked is what is used."""
+    target = lab.workspace / "notes" / "todo.md"
+
+    def swap():
+        target.unlink()
+        os.mkfifo(target)
+
+    reader = None
+    real_open = os.open
+
+    def open_then_swap(path, flags, *args, **kwargs):
+        nonlocal reader
+        if path == "todo.md" and reader is None:  # after open_beneath's lstat, before its open
+            swap()
+            reader = real_open(target, os.O_RDONLY | os.O_NONBLOCK)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(nb.os, "open", open_then_swap)
+    blocked, answer = nb.attempt(lab.registry, "edit_file", path="notes/todo.md", old_str="",
+                                 new_str="pwned")
+    monkeypatch.undo()
+    try:
+        assert blocked and "notes/todo.md is not a regular file" in answer, answer
+        assert os.read(reader, 100) == b""
+    finally:
+        os.close(reader)
+
+
+# --- Errors while a path is resolved: never the machine's path ------------------------------
+
+
+@pytest.mark.parametrize("change", ["removed", "replaced by a file"])
+def test_a_link_that_changes_while_it_is_resolved_leaks_no_path(lab, monkeypatch, change):
+    """realpath reads each link with readlink. If the link is removed or replaced between
+    realpath's lstat and its readlink (a racing process did it 2 times in 1,589 calls), the
+    OSError names the absolute path. Here the change is forced exactly there."""
+    link = lab.workspace / "leak.txt"
+    real_readlink = os.readlink
+
+    def readlink_after_a_change(path, *args, **kwargs):
+        if os.fspath(path) == str(link) and link.is_symlink():
+            link.unlink()
+            if change == "replaced by a file":
+                link.write_text("now a plain file\n")
+        return real_readlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "readlink", readlink_after_a_change)
+    for name in ("read_file", "list_files", "edit_file"):
+        arguments = {"old_str": "", "new_str": "x"} if name == "edit_file" else {}
+        link.unlink(missing_ok=True)
+        link.symlink_to(lab.outside / "secret.txt")
+        blocked, answer = nb.attempt(lab.registry, name, path="leak.txt", **arguments)
+        assert blocked
+        assert answer == (f"{name}: leak.txt: a symbolic link on the way changed while it was "
+                          "being resolved; try again")
+        assert str(lab.root) not in answer and "Errno" not in answer
 
 
 def test_tools_do_not_depend_on_the_current_directory(lab, monkeypatch):
@@ -367,14 +521,6 @@ def test_new_folder_swapped_for_a_link_after_the_check(lab, monkeypatch):
     assert world(lab) == before
 
 
-def test_a_hard_link_is_a_known_gap(lab):
-    """What the lesson says a path check cannot see: a hard link IS the file, not a pointer.
-    (The file tools cannot make one; a shell command or another user could.)"""
-    os.link(lab.outside / "secret.txt", lab.workspace / "hard.txt")
-    blocked, answer = nb.attempt(lab.registry, "read_file", path="hard.txt")
-    assert not blocked and SECRET in answer
-
-
 # --- Risk levels ------------------------------------------------------------------------
 
 
@@ -393,6 +539,40 @@ def test_sandbox_tools_hands_out_only_the_levels_asked_for(tmp_path, risks):
 def test_unknown_risk_level_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown risk levels"):
         nb.sandbox_tools(tmp_path, ("read", "admin"))
+
+
+def test_a_tool_added_to_the_tables_is_handed_out_at_its_level(tmp_path):
+    """A builder's new tool: a function with the root first, and one row in each of FUNCTIONS,
+    RISK and SCHEMAS. jailed() binds the root and keeps the tool's name, so agent.schema and
+    agent.check_tools read it like a plain function."""
+    sandbox = load_notebook("05-sandbox.ipynb")  # a copy of our own: its tables change here
+
+    def count_in(root, path="."):
+        return {"path": path, "count": len(sandbox.list_in(root, path)["files"])}
+
+    sandbox.FUNCTIONS["count_files"] = count_in
+    sandbox.RISK["count_files"] = "read"
+    sandbox.SCHEMAS["count_files"] = agent.schema(
+        sandbox.jailed(count_in, tmp_path, "count_files"), "Count the entries of a folder.",
+        path="The folder; default the workspace.")
+    tools, registry = sandbox.sandbox_tools(tmp_path, ("read",))
+    assert [t["function"]["name"] for t in tools] == ["read_file", "list_files", "count_files"]
+    assert registry["count_files"]() == {"path": ".", "count": 0}
+    assert registry["count_files"].func is count_in and registry["count_files"].args[0] == \
+        Path(os.path.realpath(tmp_path))
+    assert "count_files" not in sandbox.sandbox_tools(tmp_path, ("write",))[1]
+    assert "count_files" not in nb.sandbox_tools(tmp_path)[1]  # the other copy is unchanged
+
+
+def test_a_row_without_a_function_or_a_schema_is_a_clear_error(tmp_path):
+    sandbox = load_notebook("05-sandbox.ipynb")
+    sandbox.RISK["grep_files"] = "read"
+    with pytest.raises(LookupError, match="grep_files has a risk level but no function in "
+                                          "FUNCTIONS"):
+        sandbox.sandbox_tools(tmp_path)
+    sandbox.FUNCTIONS["grep_files"] = sandbox.list_in
+    with pytest.raises(LookupError, match="grep_files has no schema in SCHEMAS"):
+        sandbox.sandbox_tools(tmp_path)
 
 
 def test_read_only_agent_cannot_change_anything(lab):
@@ -449,3 +629,39 @@ def test_export_cells_only_define(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     load_notebook("05-sandbox.ipynb")
     assert Path.cwd() == tmp_path and list(tmp_path.iterdir()) == []
+
+
+EXPORTED_RUN = """
+from pathlib import Path
+
+import agent
+import sandbox
+
+workspace, outside = sandbox.build_lab(Path("lab"))
+tools, registry = sandbox.sandbox_tools(workspace, timeout=2)
+bot = agent.Agent(agent.ScriptedClient(sandbox.gullible_script()), "scripted", tools=tools,
+                  registry=registry, system_prompt=sandbox.SANDBOX_PROMPT, on_event=None)
+bot.chat("Summarize docs/NOTES.md for me.")
+assert not any(sandbox.SECRET in m["content"] for m in bot.messages)
+print(bot.stop_reason, sandbox.__file__ == str(Path("sandbox.py").resolve()),
+      [m["content"] for m in bot.messages if m["role"] == "tool"][1:])
+"""
+
+
+def test_the_exported_module_imports_and_runs_beside_a_copy_of_agent_py(tmp_path):
+    """What "take it with you" promises: the export command writes sandbox.py, which runs
+    beside agent.py alone - no course.py, no notebooks - with the sandbox holding."""
+    root = Path(__file__).resolve().parent.parent
+    made = subprocess.run([sys.executable, str(root / "notebooks" / "course.py"), "export",
+                           "05-sandbox", "-o", str(tmp_path / "sandbox.py")],
+                          capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    shutil.copy(root / "agent.py", tmp_path / "agent.py")
+    (tmp_path / "run.py").write_text(EXPORTED_RUN)
+    done = subprocess.run([sys.executable, "-E", "run.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "import course" not in (tmp_path / "sandbox.py").read_text()
+    assert done.stdout.startswith("done True ")
+    assert "path escapes the workspace: ../outside/secret.txt" in done.stdout
+    assert '{"exit_code": 1, "output": ""}' in done.stdout

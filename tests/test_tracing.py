@@ -5,23 +5,29 @@ on_event handler and a FakeClock, then reads the trace file back with the notebo
 what is on disk is what is checked.
 """
 
+import codecs
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
+import warnings
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from course import load_notebook
 
+import agent
 from agent import (
     INTERRUPTED,
     NOT_RUN,
     TOOL_REGISTRY,
     Agent,
     ScriptedClient,
+    fan_out,
     reply,
     step,
     to_json,
@@ -60,6 +66,12 @@ def traced(script, folder, clock=None, **options):
     return bot, tracer
 
 
+def json_lines(path) -> list:
+    """Every line of a JSON Lines file, parsed: lines end at "\n" (not str.splitlines)."""
+    with open(path, encoding="utf-8") as file:
+        return [json.loads(line) for line in file]
+
+
 def never_done(messages):
     return tool_call("list_files", path=".")
 
@@ -90,7 +102,7 @@ def test_a_trace_is_complete_with_turns_ids_durations_and_usage(project, tmp_pat
     assert types[0] == "agent_start" and types[-1] == "agent_end"
     assert run[-1]["stop_reason"] == "done" and run[-1]["answer"] == "There is a note about milk."
     assert nb.trace_problems(run) == []
-    raw = [json.loads(line) for line in tracer.paths[0].read_text().splitlines()]
+    raw = json_lines(tracer.paths[0])
     assert all(isinstance(r["time"], float) and isinstance(r["turn"], int) for r in raw)
 
     # every tool execution has its end, and its tool message, under the same id, in order
@@ -154,8 +166,7 @@ def test_the_tracer_writes_trace_to_lines_with_fields_added(project, tmp_path):
 
     script = [tool_call("read_file", path="notes.txt"), reply("milk")]
     Agent(ScriptedClient(script), "scripted-demo", on_event=both).chat("read the note")
-    lines = [json.loads(x) for x in (tmp_path / "plain.jsonl").read_text().splitlines()]
-    ours = [json.loads(x) for x in tracer.paths[0].read_text().splitlines()]
+    lines, ours = json_lines(tmp_path / "plain.jsonl"), json_lines(tracer.paths[0])
     assert [x["type"] for x in ours] == [x["type"] for x in lines]
     for theirs, mine in zip(lines, ours, strict=True):
         assert set(theirs) <= set(mine)  # the same line, with fields added
@@ -364,6 +375,161 @@ def test_trace_problems_notices_what_is_missing(project, tmp_path):
     assert nb.trace_problems(skipped) == ["turns are numbered [2], not 1, 2, 3, ..."]
     silent = run[:-1] + [{**run[-1], "stop_reason": "error"}]
     assert nb.trace_problems(silent) == ["the run failed but its error is not recorded"]
+
+
+# --- odd text, secrets in error messages, two tracers at once (issue 10, items 7-10) -------
+
+LINE_BREAKS = "one\u2028two\u2029three\x85four"  # str.splitlines breaks at each; JSON does not
+HALF_AN_EMOJI = "\ud83d"  # a lone surrogate: half of an emoji's UTF-16 pair, as some servers send
+
+
+def both_traces(tmp_path):
+    """The lesson's Tracer and agent.py's trace_to, on one run: (handler, the files it wrote)."""
+    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+    plain = tmp_path / "plain.jsonl"
+    return fan_out(tracer, trace_to(str(plain))), lambda: [tracer.paths[0], plain]
+
+
+def test_a_trace_of_text_holding_unicode_line_separators_loads(project, tmp_path):
+    (project / "odd.txt").write_text(LINE_BREAKS + "\n", encoding="utf-8")
+    on_event, files = both_traces(tmp_path)
+    Agent(ScriptedClient([tool_call("read_file", path="odd.txt"), reply(f"It says {LINE_BREAKS}")]),
+          "scripted-demo", on_event=on_event).chat("read odd.txt")
+    for path in files():
+        text = path.read_text(encoding="utf-8")
+        assert "\u2028" in text and "\x85" in text  # written as they are: valid JSON Lines
+        run = nb.load_trace(path)
+        assert len(run) == text.count("\n")  # one record per line, as jq and pandas read it
+        assert nb.trace_problems(run) == [] and run[-1]["answer"] == f"It says {LINE_BREAKS}"
+
+
+def test_a_lone_surrogate_from_the_model_never_stops_a_traced_run(project, tmp_path,
+                                                                   monkeypatch):
+    said = f"half an emoji: {HALF_AN_EMOJI}"
+    arguments = '{"path": "notes' + HALF_AN_EMOJI + '.txt"}'  # the raw arguments, as sent
+    script = [step(tool_call("read_file", raw_arguments=arguments), content=said,
+                   reasoning_content=said), reply(said)]
+    untraced = Agent(ScriptedClient(script), "scripted-demo", on_event=None)
+    untraced.chat("look")
+    assert untraced.stop_reason == "done"
+
+    on_event, files = both_traces(tmp_path)
+    bot = Agent(ScriptedClient(script), "scripted-demo", on_event=on_event)
+    bot.chat(f"look {HALF_AN_EMOJI}")  # the user's text can hold one too
+    assert bot.stop_reason == "done"
+    for path in files():
+        path.read_bytes().decode("utf-8")  # valid UTF-8 (strict), so any reader can open it
+        run = nb.load_trace(path)
+        assert run[-1]["stop_reason"] == "done" and nb.trace_problems(run) == []
+        assert nb.recorded_history(run) == bot.messages[1:]  # exactly what the agent held...
+        assert nb.recorded_tasks(run) == [f"look {HALF_AN_EMOJI}"]  # ...surrogates and all
+        monkeypatch.chdir(make_project(tmp_path / f"replay-{path.stem}"))
+        assert nb.history_differences(run, nb.replay(run).messages) == []  # replays as it was
+
+
+def test_a_handler_after_the_tracer_that_raises_leaves_its_event_in_the_trace(project, tmp_path):
+    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+
+    def stop_at_the_first_answer(event):
+        if event["type"] == "message_end" and event["message"]["role"] == "assistant":
+            raise RuntimeError("over budget")
+
+    bot = Agent(ScriptedClient([tool_call("list_files", path="."), reply("never")]),
+                "scripted-demo", on_event=fan_out(tracer, stop_at_the_first_answer))
+    with pytest.raises(RuntimeError):
+        bot.chat("look")
+    run = nb.load_trace(tracer.paths[0])
+    assert [r["type"] for r in run][-2:] == ["message_end", "agent_end"]  # the answer is there
+    assert run[-2]["message"]["tool_calls"][0]["id"] == "call_1"
+    assert run[-1]["error"] == "RuntimeError: over budget"
+    assert nb.trace_problems(run) == ["tool calls ['call_1'] but tool results []"]
+
+
+def unescaped(text: str, times: int = 4) -> list[str]:
+    """text, then text with its backslash escapes decoded once, twice...: all that a reader of
+    the trace can get back. Python's escapes include JSON's, so this undoes repr and JSON."""
+    found = [text]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # "\s" is no escape: kept as it is
+        for _ in range(times):
+            raw = text.encode("latin-1", "backslashreplace")
+            text = codecs.decode(raw, "unicode_escape", "replace")
+            found.append(text)
+    return found
+
+
+APOSTROPHE = "o'brien\\pw-2024"  # fake: a quote and a backslash, but no double quote
+
+
+def test_a_secret_in_a_tool_error_is_redacted_however_the_error_quoted_it(
+        project, tmp_path, monkeypatch):
+    monkeypatch.setenv("DB_PASSWORD", QUOTED)
+    monkeypatch.setenv("LDAP_PASSWORD", APOSTROPHE)
+    settings = {"user": "app"}
+
+    def lookup(key: str) -> dict:  # a KeyError's message is the repr of the key
+        return {"value": settings[QUOTED if key == "db" else APOSTROPHE]}
+
+    def parse(line: str) -> dict:  # repr of a line holding both kinds of quote
+        raise ValueError(f"cannot parse {f'password = {chr(34)}{APOSTROPHE}{chr(34)}'!r}")
+
+    def retry(times: str) -> dict:  # an error wrapped in another: repr of a repr
+        try:
+            raise ValueError(f"bad password {QUOTED!r} for {APOSTROPHE!r}")
+        except ValueError as exc:
+            raise RuntimeError(f"gave up after {times} tries: {exc!r}") from None
+
+    tools = [agent.schema(f, "a tool that fails", **{p: "text"}) for f, p in
+             [(lookup, "key"), (parse, "line"), (retry, "times")]]
+    registry = {"lookup": lookup, "parse": parse, "retry": retry}
+    bot, tracer = traced([[tool_call("lookup", key="db"), tool_call("lookup", key="ldap"),
+                           tool_call("parse", line="x"), tool_call("retry", times="3")],
+                          reply("all failed")], tmp_path / "traces", tools=tools,
+                         registry=registry)
+    bot.chat("try them")
+    errors = [m["content"] for m in bot.messages if m["role"] == "tool"]
+    assert QUOTED not in "".join(errors) and APOSTROPHE not in "".join(errors)  # escaped there
+
+    text = tracer.paths[0].read_text(encoding="utf-8")
+    for secret in (QUOTED, APOSTROPHE):
+        readable = [n for n, decoded in enumerate(unescaped(text)) if secret in decoded]
+        assert readable == [], f"{secret!r} is in the trace, escaped {readable[0]} times"
+    results = [r["result"] for r in nb.load_trace(tracer.paths[0])
+               if r["type"] == "tool_execution_end"]
+    assert [json.loads(result)["error"] for result in results] == [
+        "lookup: '[redacted DB_PASSWORD]'", "lookup: \"[redacted LDAP_PASSWORD]\"",
+        "parse: cannot parse 'password = \"[redacted LDAP_PASSWORD]\"'",
+        "retry: gave up after 3 tries: ValueError('bad password \\'[redacted DB_PASSWORD]\\' "
+        "for \"[redacted LDAP_PASSWORD]\"')"]
+
+
+def test_two_tracers_starting_at_once_on_one_folder_never_share_a_file(tmp_path):
+    both_chose = threading.Barrier(2, timeout=10)
+
+    class Secrets(dict):
+        """No secrets, but the first look at them waits for the other tracer: a tracer reads
+        its secrets after it has chosen its file and before it writes the first line."""
+        waited = False
+
+        def items(self):
+            if not self.waited:
+                self.waited = True
+                both_chose.wait()
+            return super().items()
+
+    tracers = [nb.Tracer(tmp_path / "traces", clock=nb.FakeClock(), secrets=Secrets())
+               for _ in range(2)]
+    threads = [threading.Thread(target=tracer, args=({"type": "agent_start", "model": f"m{n}"},))
+               for n, tracer in enumerate(tracers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not both_chose.broken
+    chosen = [tracer.paths[0] for tracer in tracers]
+    assert sorted(path.name for path in chosen) == ["run-001.jsonl", "run-002.jsonl"]
+    for n, path in enumerate(chosen):
+        assert [r["model"] for r in nb.load_trace(path)] == [f"m{n}"]  # each run alone
 
 
 # --- record, then replay -----------------------------------------------------------------
@@ -643,3 +809,43 @@ def test_opentelemetry_export_with_the_sdk(project, tmp_path):
     assert [s.status.status_code for s in exported] == [
         StatusCode.ERROR, StatusCode.UNSET, StatusCode.ERROR, StatusCode.ERROR]
     assert root.attributes["gen_ai.provider.name"] == "openai"
+
+
+# --- take it with you ----------------------------------------------------------------------
+
+BUILDER = """
+import sys
+
+import agent
+import tracing
+
+tracer = tracing.Tracer("traces")
+bot = agent.Agent(agent.ScriptedClient([agent.tool_call("list_files", path="."),
+                                        agent.reply("two files")]),
+                  "scripted-demo", on_event=agent.fan_out(agent.print_event, tracer))
+bot.chat("What is here?")
+run = tracing.load_trace(tracer.paths[-1])
+assert tracing.trace_problems(run) == [], tracing.trace_problems(run)
+print(tracing.summary(run))
+print(tracing.__file__, agent.__file__, "course" in sys.modules)
+"""
+
+
+def test_the_exported_tracer_imports_and_runs_beside_agent_py(tmp_path):
+    """What a builder does: export the lesson, put agent.py beside it, trace a run."""
+    module = tmp_path / "tracing.py"
+    done = subprocess.run([sys.executable, "notebooks/course.py", "export", "07-tracing",
+                           "-o", str(module)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    source = module.read_text(encoding="utf-8")
+    assert source.startswith('"""Lesson 07: Tracing') and "import course" not in source
+    shutil.copy(ROOT / "agent.py", tmp_path / "agent.py")
+    environment = {"PATH": os.environ.get("PATH", ""), "TMPDIR": str(tmp_path)}  # no course
+    done = subprocess.run([sys.executable, "-c", BUILDER], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "tool call:   list_files" in done.stdout  # print_event got the events...
+    assert "run 1 (scripted-demo): done, turns: 2" in done.stdout  # ...and so did the tracer
+    assert (tmp_path / "traces" / "run-001.jsonl").is_file()
+    assert done.stdout.split()[-3:] == [str(module), str(tmp_path / "agent.py"), "False"]

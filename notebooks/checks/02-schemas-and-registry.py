@@ -1,0 +1,248 @@
+"""The checks of lesson 02's coding exercises: course.check("02.1", check_tools_strict) and so on.
+
+Each check builds its own schemas, registries and scripted models, and runs in a throw-away
+folder (course.check makes it), so it never sees or changes the notebook's objects."""
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import course
+
+import agent
+from agent import TOOL_REGISTRY, TOOLS, Agent, ScriptedClient, reply, schema, tool_call
+
+
+def count_lines(path: str) -> dict:
+    """Count the lines of a UTF-8 text file."""
+    with open(path, encoding="utf-8") as file:
+        return {"path": path, "lines": sum(1 for _ in file)}
+
+
+def named(name: str) -> dict:
+    """A copy of the built-in schema called name."""
+    return copy.deepcopy(next(t for t in TOOLS if t["function"]["name"] == name))
+
+
+def short(value) -> str:
+    return agent.one_line(value if isinstance(value, str) else repr(value), 150)
+
+
+def raised_by(check, tools, registry):
+    """The exception check(tools, registry) raised, or None."""
+    try:
+        check(tools, registry)
+    except Exception as exc:  # the student's code may raise anything; the case says what
+        return exc
+    return None
+
+
+# The drifts of the notebook, built here again (the notebook's objects are the student's).
+COUNT_LINES = schema(count_lines, "Count the lines of a text file.", path="Path of the file.")
+READ_ONLY = [named("read_file"), named("list_files")]
+READ_FILE_RENAMED = named("read_file")
+READ_FILE_RENAMED["function"]["parameters"] = {
+    "type": "object", "required": ["file_path"],
+    "properties": {"file_path": {"type": "string", "description": "Path of the file."}}}
+EDIT_WITHOUT_NEW_STR = schema(agent.edit_file, "Edit a file.", path="Path of the file.",
+                              old_str="Exact text to replace.")
+NEW_STR_NOT_REQUIRED = named("edit_file")
+NEW_STR_NOT_REQUIRED["function"]["parameters"]["required"] = ["path", "old_str"]
+REQUIRED_NOT_DESCRIBED = named("read_file")
+REQUIRED_NOT_DESCRIBED["function"]["parameters"]["required"] = ["path", "encoding"]
+NO_REQUIRED_LIST = named("read_file")
+del NO_REQUIRED_LIST["function"]["parameters"]["required"]
+LIST_PATH_REQUIRED = named("list_files")
+LIST_PATH_REQUIRED["function"]["parameters"]["required"] = ["path"]
+
+
+# --- 02.1: check_tools_strict ------------------------------------------------------------------
+
+
+@course.exercise("02.1", "check_tools_strict: check_tools, and two gaps closed")
+def _(t, check_tools_strict):
+    def passes(what, tools, registry=TOOL_REGISTRY):
+        with t.case(what):
+            exc = raised_by(check_tools_strict, tools, registry)
+            assert exc is None, f"it raised {type(exc).__name__}: {short(str(exc))}"
+
+    def reports(what, tools, registry, *names):
+        with t.case(what):
+            before = copy.deepcopy((tools, registry))
+            exc = raised_by(check_tools_strict, tools, registry)
+            assert exc is not None, "it raised nothing"
+            assert isinstance(exc, ValueError), \
+                f"it raised {type(exc).__name__}, not ValueError: {short(str(exc))}"
+            missing = [name for name in names if name not in str(exc)]
+            assert not missing, f"the message does not name {missing}: {short(str(exc))}"
+            assert (tools, registry) == before, "it changed the schemas or the registry"
+
+    passes("the built-in TOOLS and TOOL_REGISTRY pass", TOOLS)
+    passes("a schema may require a parameter that has a default (list_files's path)",
+           [named("read_file"), LIST_PATH_REQUIRED, named("edit_file")])
+    reports("(a) new_str is in properties but not in required: reported, naming new_str",
+            [*TOOLS[:2], NEW_STR_NOT_REQUIRED], TOOL_REGISTRY, "new_str")
+    reports("(a) a schema with no 'required' list at all: read_file's path is reported",
+            [NO_REQUIRED_LIST, *TOOLS[1:]], TOOL_REGISTRY, "path")
+    reports("(b) 'encoding' is in required but not in properties: reported",
+            [REQUIRED_NOT_DESCRIBED, *TOOLS[1:]], TOOL_REGISTRY, "encoding")
+    reports("what check_tools finds is still reported: a schema without a function",
+            [*TOOLS, COUNT_LINES], TOOL_REGISTRY, "count_lines")
+    reports("what check_tools finds is still reported: a renamed parameter",
+            [READ_FILE_RENAMED, *TOOLS[1:]], TOOL_REGISTRY, "file_path")
+    reports("all problems in one ValueError: check_tools's and the new ones together",
+            [*TOOLS[:2], NEW_STR_NOT_REQUIRED, COUNT_LINES], TOOL_REGISTRY,
+            "count_lines", "new_str")
+
+
+# --- 02.2: one list, two views -------------------------------------------------------------
+
+
+def built_in_specs() -> list:
+    """agent.py's three tools as (function, description, {parameter: description})."""
+    specs = []
+    for tool in TOOLS:
+        function = tool["function"]
+        described = {name: p["description"] for name, p in
+                     function["parameters"]["properties"].items()}
+        specs.append((TOOL_REGISTRY[function["name"]], function["description"], described))
+    return specs
+
+
+@course.exercise("02.2", "tools_from_specs: TOOLS and TOOL_REGISTRY from one list")
+def _(t, tools_from_specs):
+    with t.case("agent.py's three specs give exactly TOOLS and TOOL_REGISTRY"):
+        tools, registry = tools_from_specs(built_in_specs())
+        assert tools == TOOLS, f"the schemas differ from TOOLS: {short(tools)}"
+        assert registry == TOOL_REGISTRY, f"the registry differs: {short(registry)}"
+    with t.case("the two halves pass check_tools"):
+        agent.check_tools(*tools_from_specs(built_in_specs()))
+    with t.case("a fourth spec appears in both halves, last, and they still agree"):
+        specs = [*built_in_specs(),
+                 (count_lines, "Count the lines of a text file.", {"path": "Path of the file."})]
+        tools, registry = tools_from_specs(specs)
+        assert [s["function"]["name"] for s in tools] == [
+            "read_file", "list_files", "edit_file", "count_lines"], short(tools)
+        assert tools[3] == COUNT_LINES, f"count_lines's schema is {short(tools[3])}"
+        assert registry.get("count_lines") is count_lines, "count_lines is not registered"
+        agent.check_tools(tools, registry)
+    with t.case("the halves are made from the specs given, in their order"):
+        specs = built_in_specs()
+        tools, registry = tools_from_specs([specs[2], specs[0]])
+        assert [s["function"]["name"] for s in tools] == ["edit_file", "read_file"], short(tools)
+        assert set(registry) == {"edit_file", "read_file"}, short(registry)
+    with t.case("two specs with the same name are refused with ValueError (the model would "
+                "see two tools; the host would run one)"):
+        specs = built_in_specs()
+        try:
+            tools_from_specs([*specs, (agent.read_file, "Read a file again.", {"path": "A path."})])
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("it accepted two read_file specs")
+    with t.case("TOOLS and TOOL_REGISTRY themselves are not changed"):
+        tools, registry = tools_from_specs(built_in_specs()[:1])
+        assert tools is not TOOLS and registry is not TOOL_REGISTRY
+        assert len(TOOLS) == 3 and len(TOOL_REGISTRY) == 3, "agent.py's own lists changed"
+
+
+# --- 02.3: count_lines, properly -------------------------------------------------------------
+
+
+def counting_run(tools, registry, script, path: str, lines: int) -> Agent:
+    Path(path).write_bytes("".join(f"line {n}\n" for n in range(1, lines + 1)).encode())
+    bot = Agent(ScriptedClient(script), "scripted", tools=tools, registry=registry,
+                on_event=None, max_turns=5)
+    bot.chat(f"How many lines does {path} have?")
+    return bot
+
+
+def results_of(bot: Agent) -> list:
+    return [json.loads(m["content"]) for m in bot.messages if m["role"] == "tool"]
+
+
+@course.exercise("02.3", "count_lines as a real tool: schema, registry entry, a run")
+def _(t, counting_tools, counting_script):
+    with t.case("counting_tools() gives TOOLS' three schemas, then count_lines with a required "
+                "path"):
+        tools, registry = counting_tools()
+        names = [s["function"]["name"] for s in tools]
+        assert names == ["read_file", "list_files", "edit_file", "count_lines"], names
+        assert tools[:3] == TOOLS[:3], "the first three should be TOOLS' schemas, unchanged"
+        assert tools[3]["function"]["parameters"]["required"] == ["path"], short(tools[3])
+    with t.case("the schemas and the registry agree (check_tools)"):
+        agent.check_tools(*counting_tools())
+    with t.case("agent.TOOLS and agent.TOOL_REGISTRY are left as they were (new list, new "
+                "dict; else every cell above now offers count_lines)"):
+        tools, registry = counting_tools()
+        assert tools is not TOOLS and registry is not TOOL_REGISTRY, \
+            "it returned agent.TOOLS or agent.TOOL_REGISTRY itself"
+        assert [s["function"]["name"] for s in TOOLS] == ["read_file", "list_files", "edit_file"], \
+            "agent.TOOLS has changed: restart the kernel, then build a new list ([*TOOLS, ...])"
+        assert "count_lines" not in TOOL_REGISTRY, \
+            "agent.TOOL_REGISTRY has changed: restart the kernel, then build a new dict"
+    with t.case("in a run on a 3-line file, the model calls count_lines and gets lines: 3"):
+        bot = counting_run(*counting_tools(), counting_script("three.txt"), "three.txt", 3)
+        first = bot.messages[2].get("tool_calls", [{}])[0].get("function", {})
+        assert first.get("name") == "count_lines", f"the first call is {short(first)}"
+        assert results_of(bot)[:1] == [{"path": "three.txt", "lines": 3}], short(results_of(bot))
+        assert bot.client.requests[0]["tools"][3]["function"]["name"] == "count_lines"
+    with t.case("the final answer says 3, and the run ends as done"):
+        bot = counting_run(*counting_tools(), counting_script("three.txt"), "three.txt", 3)
+        answer = bot.messages[-1]["content"]
+        assert re.search(r"\b3\b", answer), f"the answer is {answer!r}"
+        assert bot.stop_reason == "done", f"stop reason {bot.stop_reason!r}"
+    with t.case("on a 5-line file the answer says 5: it is read from the tool result"):
+        bot = counting_run(*counting_tools(), counting_script("five.txt"), "five.txt", 5)
+        answer = bot.messages[-1]["content"]
+        assert re.search(r"\b5\b", answer), f"the answer is {answer!r}"
+
+
+# --- 02.5: check at construction ---------------------------------------------------------------
+
+
+def delete_file(path: str) -> dict:
+    """Delete a file (never called by the check: it is only registered)."""
+    raise AssertionError("delete_file ran")
+
+
+@course.exercise("02.5", "make_agent: refuse drifted tools, allow a deliberate read-only set")
+def _(t, make_agent):
+    client = ScriptedClient([reply("ok")])
+
+    def refused(what, tools, registry):
+        with t.case(what):
+            try:
+                make_agent(client, tools, registry)
+            except ValueError:
+                return
+            raise AssertionError("it built an Agent")
+
+    with t.case("builds an Agent with the tools and the registry it was given"):
+        bot = make_agent(client, TOOLS, TOOL_REGISTRY)
+        assert isinstance(bot, Agent), f"it returned {short(bot)}"
+        assert bot.tools == TOOLS and bot.client is client
+    with t.case("passes other keyword arguments on to Agent (max_turns=3, on_event=None)"):
+        bot = make_agent(client, TOOLS, TOOL_REGISTRY, max_turns=3, on_event=None)
+        assert bot.max_turns == 3, f"max_turns is {bot.max_turns}"
+    refused("refuses a schema without a function (drift 1), with ValueError",
+            [*TOOLS, COUNT_LINES], TOOL_REGISTRY)
+    refused("refuses a renamed parameter (drift 3)", [READ_FILE_RENAMED, *TOOLS[1:]],
+            TOOL_REGISTRY)
+    refused("refuses a schema that leaves out a required parameter (drift 4)",
+            [EDIT_WITHOUT_NEW_STR], {"edit_file": agent.edit_file})
+    refused("refuses a read-only set whose one schema has drifted (read_file renamed)",
+            [READ_FILE_RENAMED, named("list_files")], TOOL_REGISTRY)
+    with t.case("accepts read_file and list_files over the full registry, and that agent "
+                "cannot write"):
+        Path("notes.txt").write_bytes(b"keep me\n")
+        script = [tool_call("edit_file", path="notes.txt", old_str="", new_str="gone"),
+                  reply("I cannot write here.")]
+        bot = make_agent(ScriptedClient(script), READ_ONLY, TOOL_REGISTRY, on_event=None)
+        bot.chat("Overwrite notes.txt.")
+        assert Path("notes.txt").read_bytes() == b"keep me\n", "notes.txt was overwritten"
+        assert "unknown tool" in bot.messages[3]["content"], short(bot.messages[3]["content"])
+    with t.case("accepts a registered function without a schema (drift 2): it can never run"):
+        bot = make_agent(client, TOOLS, {**TOOL_REGISTRY, "delete_file": delete_file})
+        assert isinstance(bot, Agent)

@@ -1,0 +1,248 @@
+"""The checks of lesson 03's coding exercises (notebooks/03-the-loop.ipynb, "Your turn").
+
+Each runs the student's code on objects of its own, in the scratch folder course.check gives
+it, and includes the cases a plausible wrong answer fails."""
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import course
+
+import agent
+from agent import Agent, ScriptedClient, reply, tool_call
+
+QUESTION = "What is in fruit/a.txt and fruit/b.txt?"
+
+
+def lesson_script() -> list:
+    """The notebook's script: one call, then two calls in one message, then an answer."""
+    return [
+        tool_call("list_files", path="fruit"),
+        [tool_call("read_file", path="fruit/a.txt"), tool_call("read_file", path="fruit/b.txt")],
+        reply("fruit/a.txt says apples and fruit/b.txt says bananas."),
+    ]
+
+
+def make_fruit() -> None:
+    Path("fruit").mkdir(exist_ok=True)
+    Path("fruit/a.txt").write_text("apples\n", encoding="utf-8")
+    Path("fruit/b.txt").write_text("bananas\n", encoding="utf-8")
+
+
+def agent_run(steps, task=QUESTION, on_event=None) -> Agent:
+    bot = Agent(ScriptedClient(steps), "scripted", on_event=on_event)
+    bot.chat(task)
+    return bot
+
+
+# --- exercise 1: valid(messages) ----------------------------------------------------------------
+
+
+def _system(*messages):
+    return [{"role": "system", "content": "You are a coding agent."}, *messages]
+
+
+def _user(text="go"):
+    return {"role": "user", "content": text}
+
+
+def _asks(*ids):
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"id": i, "type": "function", "function": {"name": "list_files", "arguments": "{}"}}
+        for i in ids]}
+
+
+def _result(call_id):
+    return {"role": "tool", "tool_call_id": call_id, "content": '{"files": []}'}
+
+
+def _answer(text="done"):
+    return {"role": "assistant", "content": text}
+
+
+VALIDITY_CASES = [  # (what, history, would a strict server accept it?)
+    ("a history without tool calls is valid",
+     _system(_user(), _answer()), True),
+    ("two calls in one message, both answered, then an answer, is valid",
+     _system(_user(), _asks("c1", "c2"), _result("c1"), _result("c2"), _answer()), True),
+    ("two tasks one after the other, each with its call answered, is valid",
+     _system(_user(), _asks("c1"), _result("c1"), _answer(), _user("more"), _asks("c2"),
+             _result("c2"), _answer()), True),
+    ("results before the message that asked for them (P4 broken) are invalid",
+     _system(_user(), _result("c1"), _asks("c1"), _answer()), False),
+    ("only the first of two calls answered (P3 broken) is invalid",
+     _system(_user(), _asks("c1", "c2"), _result("c1"), _answer()), False),
+    ("a call still unanswered at the end is invalid",
+     _system(_user(), _asks("c1")), False),
+    ("a result for an id that no call has is invalid",
+     _system(_user(), _asks("c1"), _result("c1"), _result("c9"), _answer()), False),
+    ("the same call answered twice is invalid",
+     _system(_user(), _asks("c1"), _result("c1"), _result("c1"), _answer()), False),
+    ("a late result for a call of an earlier message is invalid",
+     _system(_user(), _asks("c1", "c2"), _result("c1"), _asks("c3"), _result("c3"),
+             _result("c2"), _answer()), False),
+    ("a user message while a call is still open is invalid",
+     _system(_user(), _asks("c1"), _user("wait"), _result("c1"), _answer()), False),
+]
+
+
+@course.exercise("03.1", "valid(messages): would a strict server accept this history?")
+def _(t, valid):
+    make_fruit()
+    lesson = agent_run(lesson_script()).messages
+    cases = [("the lesson's history, as Agent built it, is valid", lesson, True),
+             *VALIDITY_CASES]
+    for what, messages, expected in cases:
+        assert (agent.pairing_problem(messages) is None) == expected, f"bad case: {what}"
+        with t.case(what):
+            got = valid(json.loads(json.dumps(messages)))  # a copy: valid may not change it
+            assert isinstance(got, bool), f"valid() should return True or False, not {got!r}"
+            assert got == expected, f"valid() said {got}"
+
+
+# --- exercise 3: sent_totals(requests) -------------------------------------------------------
+
+
+def _characters(requests, ensure_ascii=True) -> int:
+    return sum(len(json.dumps(r["messages"], ensure_ascii=ensure_ascii)) for r in requests)
+
+
+@course.exercise("03.3", "sent_totals(requests): what every request sent again")
+def _(t, sent_totals):
+    with t.case("no requests sent nothing: (0, 0)"):
+        got = sent_totals([])
+        assert tuple(got) == (0, 0), f"sent_totals([]) gave {got!r}"
+
+    three = agent_run([tool_call("list_files", path="."), tool_call("list_files", path="."),
+                       reply("Nothing here.")], task="What is here?")
+    requests = json.loads(json.dumps(three.client.requests))
+    with t.case("it gives two whole numbers: (messages, characters)"):
+        got = sent_totals(requests)
+        assert len(got) == 2 and all(isinstance(n, int) for n in got), f"it gave {got!r}"
+    with t.case("three requests of 2, 4 and 6 messages sent 12 messages in all"):
+        messages, _ = sent_totals(requests)
+        if messages == len(three.messages):
+            raise AssertionError(f"it gave {messages}: the length of the final history, not "
+                                 "what all the requests sent")
+        assert messages == 12, f"it gave {messages}"
+    with t.case("characters: each request's messages as JSON, summed over the requests"):
+        _, characters = sent_totals(requests)
+        expected = {_characters(requests), _characters(requests, ensure_ascii=False)}
+        assert characters in expected, (f"it gave {characters}, expected "
+                                        f"{_characters(requests)} (json.dumps of each "
+                                        "request's messages)")
+
+    demo = Agent(ScriptedClient(agent.demo_script()), "scripted", on_event=None)
+    for task in agent.DEMO_TASKS:
+        demo.chat(task)
+    requests = json.loads(json.dumps(demo.client.requests))
+    with t.case("the article's four tasks: 9 requests, 90 messages sent for a history of 19"):
+        messages, characters = sent_totals(requests)
+        assert messages == 90, f"it gave {messages} messages"
+        expected = {_characters(requests), _characters(requests, ensure_ascii=False)}
+        assert characters in expected, f"it gave {characters} characters"
+
+
+# --- exercise 4: bare_loop_events --------------------------------------------------------------
+
+CHECKED_TYPES = ("turn_start", "tool_execution_start", "tool_execution_end")
+
+
+def _printed(func, *args, **kwargs) -> list[str]:
+    """The lines func(*args, **kwargs) prints."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        func(*args, **kwargs)
+    return out.getvalue().splitlines()
+
+
+def _without_duration(events):
+    return [{k: v for k, v in e.items() if k != "duration"} for e in events
+            if e["type"] in CHECKED_TYPES]
+
+
+@course.exercise("03.4", "bare_loop_events: bare_loop that reports what it does")
+def _(t, bare_loop_events):
+    make_fruit()
+    failing = [tool_call("read_file", path="missing.py"),
+               reply("missing.py does not exist.")]
+
+    for name, script, task in [("the lesson's script", lesson_script, QUESTION),
+                               ("a script with a failing call", lambda: failing,
+                                "Read missing.py.")]:
+        theirs, ours = [], []
+        with t.case(f"{name}: it returns (answer, messages), the same as Agent's"):
+            answer, messages = bare_loop_events(ScriptedClient(script()), task,
+                                                agent.SYSTEM_PROMPT, on_event=theirs.append)
+            bot = agent_run(script(), task, on_event=ours.append)
+            assert messages == bot.messages, "the history differs from Agent's"
+            assert answer == bot.messages[-1]["content"], f"it returned {answer!r}"
+        with t.case(f"{name}: agent.print_event prints the same lines as for Agent"):
+            printed = _printed(bare_loop_events, ScriptedClient(script()), task,
+                               agent.SYSTEM_PROMPT, on_event=agent.print_event)
+            expected = _printed(agent_run, script(), task, on_event=agent.print_event)
+            missing = [line for line in expected if line not in printed]
+            assert not missing, f"this line is missing: {missing[0]!r}"
+            assert printed == expected, f"it printed {printed!r}"
+        with t.case(f"{name}: turn_start and tool_execution_start/end as Agent emits them"):
+            got, want = _without_duration(theirs), _without_duration(ours)
+            for mine, its in zip(got, want, strict=False):
+                assert mine == its, f"it sent {mine}, Agent sends {its}"
+            assert len(got) == len(want), (f"{len(got)} such events, Agent sends {len(want)}: "
+                                           f"{[e['type'] for e in want]}")
+        with t.case(f"{name}: one message_end per message appended, in order"):
+            roles = [e["message"]["role"] for e in theirs if e["type"] == "message_end"]
+            want = [e["message"]["role"] for e in ours if e["type"] == "message_end"]
+            assert roles == want, f"message_end for {roles}, Agent: {want}"
+
+
+# --- exercise 5: your own task -----------------------------------------------------------------
+
+GREET = 'def greet(name):\n    return f"你好，{name}！"\n\n\nprint(greet("Pi"))\n'
+HELLO = 'def hello(name):\n    return f"你好，{name}！"\n\n\nprint(hello("Pi"))\n'
+RENAME_TASK = "Rename the function greet to hello in greet.py and tell me what you changed."
+
+
+def _path_of(arguments: str):
+    try:
+        return json.loads(arguments).get("path")
+    except (ValueError, AttributeError):
+        return None
+
+
+@course.exercise("03.5", "your own task: rename greet to hello")
+def _(t, rename_script):
+    Path("greet.py").write_text(GREET, encoding="utf-8")
+    events = []
+    bot = None
+    with t.case("rename_script() gives a list of steps"):
+        steps = rename_script()
+        assert isinstance(steps, list) and steps, f"it gave {steps!r}"
+        bot = Agent(ScriptedClient(steps), "scripted", on_event=events.append)
+    if bot is None:
+        return
+    with t.case("the run ends with a final answer (stop_reason 'done')"):
+        try:
+            bot.chat(RENAME_TASK)
+        except agent.ScriptExhausted:
+            raise AssertionError("the script ran out of steps: end it with reply(...)") from None
+        assert bot.stop_reason == "done", f"stop_reason is {bot.stop_reason!r}"
+    ran = [(e["name"], _path_of(e["arguments"])) for e in events
+           if e["type"] == "tool_execution_start"]
+    with t.case("greet.py is read before its first edit"):
+        edits = [i for i, (name, _) in enumerate(ran) if name == "edit_file"]
+        assert edits, "nothing was edited"
+        assert ("read_file", "greet.py") in ran[:edits[0]], f"the calls were {ran}"
+    with t.case("every tool call succeeded"):
+        errors = [e["result"] for e in events if e["type"] == "tool_execution_end"
+                  and e["is_error"]]
+        assert not errors, f"a tool said {errors[0]}"
+    with t.case('greet.py now defines hello and calls hello("Pi"); nothing else changed'):
+        now = Path("greet.py").read_text(encoding="utf-8")
+        assert now == HELLO, f"greet.py is now {now!r}"
+    with t.case("the final answer says what changed (it names hello)"):
+        final = bot.messages[-1]
+        assert final["role"] == "assistant" and not final.get("tool_calls"), "no final answer"
+        assert "hello" in final["content"], f"the answer was {final['content']!r}"

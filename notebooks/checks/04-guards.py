@@ -1,0 +1,418 @@
+"""The checks of lesson 04's coding exercises (notebooks/04-guards.ipynb, "Your turn").
+
+Each runs the student's guard on registries and agents of its own, in the scratch folder
+course.check gives it, and includes the cases a plausible wrong answer fails. A spied registry
+records which calls really reached a tool, so "refused without running" is checked, not
+assumed."""
+
+import functools
+import inspect
+import json
+import os
+from pathlib import Path
+
+import course
+
+import agent
+from agent import TOOL_REGISTRY, TOOLS, Agent, ScriptedClient, reply, tool_call
+
+
+def spied(registry=TOOL_REGISTRY):
+    """A copy of `registry` that records the name of every call that reached a real tool."""
+    ran = []
+
+    def wrap(name, func):
+        @functools.wraps(func)
+        def recorded(*args, **kwargs):
+            ran.append(name)
+            return func(*args, **kwargs)
+        return recorded
+
+    return {name: wrap(name, func) for name, func in registry.items()}, ran
+
+
+def call(registry, name, **arguments):
+    """Call a tool the way the loop does: through call_tool, with JSON arguments."""
+    return agent.call_tool(registry, name, json.dumps(arguments))
+
+
+def attempt(registry, name, **arguments):
+    """("ok", result), ("raised", an Exception) or ("stopped", a BaseException that is not)."""
+    try:
+        return "ok", call(registry, name, **arguments)
+    except Exception as exc:
+        return "raised", exc
+    except BaseException as exc:  # StopAgent, as the exercise asks
+        return "stopped", exc
+
+
+def write(path, text):
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def read(path):
+    return Path(path).read_text(encoding="utf-8")
+
+
+def keeps_signatures(t, make_guard):
+    with t.case("it keeps every tool's signature (functools.wraps), so call_tool still checks "
+                "the arguments before the guard runs"):
+        guarded = make_guard(TOOL_REGISTRY)
+        agent.check_tools(TOOLS, guarded)
+        for name, func in TOOL_REGISTRY.items():
+            assert inspect.signature(guarded[name]) == inspect.signature(func), \
+                f"{name} has the signature {inspect.signature(guarded[name])}"
+
+
+def run(registry, steps, task="go", max_turns=10):
+    """Run one chat() on a scripted model: (the agent, its events, what chat() raised)."""
+    events = []
+    bot = Agent(ScriptedClient(steps), "scripted", registry=registry, max_turns=max_turns,
+                on_event=events.append)
+    try:
+        bot.chat(task)
+    except BaseException as exc:  # whatever the student's guard raises
+        return bot, events, exc
+    return bot, events, None
+
+
+def tool_errors(messages):
+    return [json.loads(m["content"]).get("error") for m in messages if m["role"] == "tool"]
+
+
+# --- exercise 1 --------------------------------------------------------------------------------
+
+
+def stubborn(messages):
+    """Reads missing.py again and again, whatever it is told."""
+    return tool_call("read_file", path="missing.py")
+
+
+@course.exercise("04.1", "a guard that ends the loop")
+def _(t, stop_after_refusals, StopAgent):
+    with t.case("StopAgent is an exception class that is not an Exception (a BaseException), "
+                "so run_tool lets it through"):
+        assert isinstance(StopAgent, type) and issubclass(StopAgent, BaseException), \
+            f"StopAgent is {StopAgent!r}, not an exception class"
+        assert not issubclass(StopAgent, Exception), \
+            "StopAgent is an Exception: run_tool would turn it into a tool result"
+
+    with t.case("identical calls run up to the limit, and the first refusal is an error the "
+                "model reads (not a stop)"):
+        registry, ran = spied()
+        guarded = stop_after_refusals(registry, limit=2, refusals=2)
+        seen = [attempt(guarded, "read_file", path="missing.py") for _ in range(3)]
+        assert len(ran) == 2, f"the tool ran {len(ran)} times for a limit of 2"
+        kinds = [kind for kind, _ in seen]
+        assert kinds == ["raised"] * 3, f"the three calls gave {kinds}"
+        assert "not run" in str(seen[2][1]), f"the third call said {seen[2][1]}"
+
+    with t.case("the second refusal in a row raises StopAgent"):
+        guarded = stop_after_refusals(TOOL_REGISTRY, limit=2, refusals=2)
+        for _ in range(3):
+            attempt(guarded, "read_file", path="missing.py")
+        kind, error = attempt(guarded, "read_file", path="missing.py")
+        if kind == "raised" and isinstance(error, StopAgent):
+            raise AssertionError("it raised StopAgent, but as an Exception, which the loop "
+                                 "turns into a tool result")
+        assert kind == "stopped", f"it raised {type(error).__name__}: {error}"
+        assert isinstance(error, StopAgent), f"it raised {type(error).__name__}"
+
+    with t.case("a call that gets through resets the count: a refusal, a call, a refusal is "
+                "no stop"):
+        write("note.txt", "x\n")
+        guarded = stop_after_refusals(TOOL_REGISTRY, limit=1, refusals=2)
+        kinds = []
+        for _ in range(3):
+            kinds += [attempt(guarded, "list_files", path=".")[0],
+                      attempt(guarded, "list_files", path=".")[0],  # refused once
+                      attempt(guarded, "read_file", path="note.txt")[0]]
+        assert "stopped" not in kinds, f"the calls gave {kinds}"
+        assert kinds == ["ok", "raised", "ok"] * 3, f"the calls gave {kinds}"
+
+    with t.case("in the loop, chat() raises StopAgent after the model read one refusal"):
+        registry, ran = spied()
+        bot, _, raised = run(stop_after_refusals(registry, limit=2, refusals=2), [stubborn] * 20)
+        assert raised is not None, (f"chat() ended normally (stop_reason {bot.stop_reason!r}) "
+                                    f"after {len(bot.client.requests)} requests")
+        assert isinstance(raised, StopAgent), f"chat() raised {type(raised).__name__}: {raised}"
+        assert len(bot.client.requests) == 4, \
+            f"the model was asked {len(bot.client.requests)} times, not 4"
+        assert len(ran) == 2, f"the tool ran {len(ran)} times"
+
+    with t.case("then stop_reason is 'error' and the history is still valid to send"):
+        bot, _, _ = run(stop_after_refusals(TOOL_REGISTRY, limit=2, refusals=2), [stubborn] * 20)
+        assert bot.stop_reason == "error", f"stop_reason is {bot.stop_reason!r}"
+        problem = agent.pairing_problem(bot.messages)
+        assert problem is None, problem
+        assert tool_errors(bot.messages)[-1] == agent.INTERRUPTED, \
+            f"the stopped call was answered {tool_errors(bot.messages)[-1]!r}"
+
+    keeps_signatures(t, stop_after_refusals)
+
+
+# --- exercise 2 --------------------------------------------------------------------------------
+
+
+def spent_after_two_failures(failure_budget):
+    """A guard with a budget of 2 that has seen two failed reads: (guard, spied calls)."""
+    registry, ran = spied()
+    guarded = failure_budget(registry, limit=2)
+    errors = [attempt(guarded, "read_file", path="missing.txt") for _ in range(2)]
+    return guarded, ran, errors
+
+
+@course.exercise("04.2", "failure_budget: count the failures, not only the repeats")
+def _(t, failure_budget):
+    write("a.txt", "apples\n")
+    with t.case("successful calls are not failures: ten reads all run with a budget of 1"):
+        registry, ran = spied()
+        guarded = failure_budget(registry, limit=1)
+        for _ in range(10):
+            assert call(guarded, "read_file", path="a.txt")["content"] == "apples\n"
+        assert len(ran) == 10
+    with t.case("up to the limit, a failed call gets its tool's own error"):
+        _, _, errors = spent_after_two_failures(failure_budget)
+        for n, (kind, error) in enumerate(errors, 1):
+            assert kind == "raised" and "no such file" in str(error), \
+                f"failure {n} gave {error!r}"
+    with t.case("after `limit` failures every call is refused, even one that would succeed, "
+                "and no tool runs"):
+        guarded, ran, _ = spent_after_two_failures(failure_budget)
+        before = len(ran)
+        kind, error = attempt(guarded, "read_file", path="a.txt")
+        assert kind == "raised", "a call after the budget ran and succeeded"
+        assert "too many failures" in str(error), f"it said {error}"
+        assert attempt(guarded, "list_files", path=".")[0] == "raised", "list_files still ran"
+        assert len(ran) == before, "a tool ran although the budget was spent"
+    with t.case("failures of different tools count together: one budget per conversation"):
+        write("b.txt", "aa\naa\n")
+        guarded = failure_budget(TOOL_REGISTRY, limit=2)
+        attempt(guarded, "read_file", path="missing.txt")  # FileNotFoundError
+        attempt(guarded, "edit_file", path="b.txt", old_str="aa", new_str="b")  # found twice
+        kind, error = attempt(guarded, "list_files", path=".")
+        assert kind == "raised" and "too many failures" in str(error), \
+            "after a failed read_file and a failed edit_file, list_files still ran"
+    with t.case("each guard has its own count"):
+        first = failure_budget(TOOL_REGISTRY, limit=1)
+        second = failure_budget(TOOL_REGISTRY, limit=1)
+        attempt(first, "read_file", path="missing.txt")
+        assert attempt(second, "read_file", path="a.txt")[0] == "ok", \
+            "a new guard already refuses"
+    keeps_signatures(t, failure_budget)
+    with t.case("in the loop the refusal is a tool error the model reads, and it can answer"):
+        def reacts(messages):
+            if "too many failures" in ((tool_errors(messages) or [""])[-1] or ""):
+                return reply("I could not read the files I wanted.")
+            return tool_call("read_file", path=f"missing{len(messages)}.txt")
+
+        bot, _, raised = run(failure_budget(TOOL_REGISTRY, limit=3), [reacts] * 10)
+        assert raised is None, f"chat() raised {raised!r}"
+        assert bot.stop_reason == "done", f"stop_reason {bot.stop_reason!r}"
+        assert len(bot.client.requests) == 5, \
+            f"{len(bot.client.requests)} requests; expected 3 failures, 1 refusal, 1 answer"
+
+
+# --- exercise 3 --------------------------------------------------------------------------------
+
+
+def someone_edits(path, text):
+    """A person changes the file: same size, same modification time, other content."""
+    stat = os.stat(path)
+    Path(path).write_text(text, encoding="utf-8")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+@course.exercise("04.3", "read before edit, and not stale")
+def _(t, read_before_edit_fresh):
+    with t.case("an unread file is still refused, and not written"):
+        write("a.txt", "one\n")
+        guarded = read_before_edit_fresh(TOOL_REGISTRY)
+        kind, _ = attempt(guarded, "edit_file", path="a.txt", old_str="one", new_str="two")
+        assert kind == "raised" and read("a.txt") == "one\n", "an unread file was edited"
+    with t.case("read, then edit, works"):
+        write("a.txt", "one\n")
+        guarded = read_before_edit_fresh(TOOL_REGISTRY)
+        call(guarded, "read_file", path="a.txt")
+        call(guarded, "edit_file", path="a.txt", old_str="one", new_str="two")
+        assert read("a.txt") == "two\n"
+    with t.case("a file changed on disk after the read is refused, not written, and the refusal "
+                "says to read it again; after reading it again, the edit works"):
+        write("a.txt", "one\nline\n")
+        guarded = read_before_edit_fresh(TOOL_REGISTRY)
+        call(guarded, "read_file", path="a.txt")
+        write("a.txt", "one\nline, changed by a person\n")
+        kind, error = attempt(guarded, "edit_file", path="a.txt", old_str="one", new_str="two")
+        assert kind == "raised", "the stale edit went through"
+        assert read("a.txt") == "one\nline, changed by a person\n", "the file was written"
+        assert "read_file" in str(error), f"the refusal says {error}"
+        call(guarded, "read_file", path="a.txt")
+        kind, error = attempt(guarded, "edit_file", path="a.txt", old_str="one", new_str="two")
+        assert kind == "ok", f"after reading it again, the edit gave {error}"
+    with t.case("the agent's own edits do not make the file stale"):
+        write("b.txt", "one\n")
+        guarded = read_before_edit_fresh(TOOL_REGISTRY)
+        call(guarded, "read_file", path="b.txt")
+        call(guarded, "edit_file", path="b.txt", old_str="one", new_str="two")
+        call(guarded, "edit_file", path="b.txt", old_str="two", new_str="three")
+        assert read("b.txt") == "three\n"
+    with t.case("a change that keeps the size and the modification time is still caught "
+                "(compare the content, not the clock)"):
+        write("c.txt", "debug = false\n")
+        guarded = read_before_edit_fresh(TOOL_REGISTRY)
+        call(guarded, "read_file", path="c.txt")
+        someone_edits("c.txt", "debug = FALSE\n")
+        kind, _ = attempt(guarded, "edit_file", path="c.txt", old_str="debug", new_str="DEBUG")
+        assert kind == "raised", "the stale edit went through"
+    with t.case("a new file can be created, then edited"):
+        guarded = read_before_edit_fresh(TOOL_REGISTRY)
+        call(guarded, "edit_file", path="new/d.txt", old_str="", new_str="draft\n")
+        call(guarded, "edit_file", path="new/d.txt", old_str="draft", new_str="final")
+        assert read("new/d.txt") == "final\n"
+    with t.case("./e.txt and e.txt are the same file"):
+        write("e.txt", "one\n")
+        guarded = read_before_edit_fresh(TOOL_REGISTRY)
+        call(guarded, "read_file", path="./e.txt")
+        call(guarded, "edit_file", path="e.txt", old_str="one", new_str="two")
+        assert read("e.txt") == "two\n"
+    keeps_signatures(t, read_before_edit_fresh)
+    with t.case("in the loop: a person saves the file between the agent's read and its edit; "
+                "the model reads the refusal, reads again, and no one's change is lost"):
+        write("config.ini", "debug = false\nport = 8000\n")
+        edit = tool_call("edit_file", path="config.ini", old_str="debug = false",
+                         new_str="debug = true")
+
+        def person_saves_then_model_edits(messages):
+            write("config.ini", "debug = false\nport = 9000\n")  # saved while the model thought
+            return edit
+
+        def reads_again(messages):
+            if "read_file" not in (tool_errors(messages)[-1] or ""):
+                return reply(f"I expected a refusal and read: {messages[-1]['content']}")
+            return tool_call("read_file", path="config.ini")
+
+        bot, _, raised = run(read_before_edit_fresh(TOOL_REGISTRY), [
+            tool_call("read_file", path="config.ini"), person_saves_then_model_edits,
+            reads_again, edit, reply("Debug is on.")])
+        assert raised is None, f"chat() raised {raised!r}"
+        assert read("config.ini") == "debug = true\nport = 9000\n", \
+            f"config.ini is {read('config.ini')!r}"
+
+
+# --- exercise 4 --------------------------------------------------------------------------------
+
+
+@course.exercise("04.4", "call_budget: a tool-call budget")
+def _(t, call_budget):
+    write("a.txt", "apples\n")
+    with t.case("the default budget is 20 calls: call 21 is refused"):
+        assert inspect.signature(call_budget).parameters["limit"].default == 20, \
+            "limit should default to 20"
+        registry, ran = spied()
+        guarded = call_budget(registry)
+        for _ in range(20):
+            call(guarded, "list_files", path=".")
+        assert attempt(guarded, "list_files", path=".")[0] == "raised", "call 21 ran"
+        assert len(ran) == 20
+    with t.case("the first calls run, whatever they are, and a failing call counts too"):
+        registry, ran = spied()
+        guarded = call_budget(registry, limit=3)
+        assert attempt(guarded, "read_file", path="a.txt")[0] == "ok"
+        assert attempt(guarded, "list_files", path=".")[0] == "ok"
+        _, error = attempt(guarded, "read_file", path="missing.txt")
+        assert "no such file" in str(error), f"the third call gave {error!r}"
+        kind, _ = attempt(guarded, "read_file", path="a.txt")
+        assert kind == "raised", "the fourth call ran: was the failing call not counted?"
+    with t.case("after the budget every call is refused without running, and the refusal says "
+                "the budget is spent"):
+        registry, ran = spied()
+        guarded = call_budget(registry, limit=2)
+        call(guarded, "read_file", path="a.txt")
+        call(guarded, "list_files", path=".")
+        kind, error = attempt(guarded, "read_file", path="a.txt")
+        assert kind == "raised", "a call after the budget ran"
+        assert "budget" in str(error), f"it said {error}"
+        assert attempt(guarded, "list_files", path=".")[0] == "raised"
+        assert len(ran) == 2, f"{len(ran)} calls reached a tool"
+    with t.case("each guard has its own budget"):
+        first, second = call_budget(TOOL_REGISTRY, limit=1), call_budget(TOOL_REGISTRY, limit=1)
+        call(first, "list_files", path=".")
+        assert attempt(second, "list_files", path=".")[0] == "ok", "a new guard already refuses"
+    keeps_signatures(t, call_budget)
+    with t.case("calls are counted, not responses: of five calls in one response with a budget "
+                "of 3, three run and two are refused, each answered in order"):
+        registry, ran = spied()
+        five = [tool_call("read_file", path="a.txt")] * 5
+        bot, _, raised = run(call_budget(registry, limit=3), [five, reply("ok")])
+        assert raised is None, f"chat() raised {raised!r}"
+        assert len(ran) == 3, f"{len(ran)} of the five calls ran"
+        answers = [m["tool_call_id"] for m in bot.messages if m["role"] == "tool"]
+        assert answers == [f"call_{n}" for n in range(1, 6)], f"answered {answers}"
+        refused = [error is not None for error in tool_errors(bot.messages)]
+        assert refused == [False] * 3 + [True] * 2, f"refused: {refused}"
+
+
+# --- exercise 5 --------------------------------------------------------------------------------
+
+
+@course.exercise("04.5", "total_repeat_guard: the same call, in any order")
+def _(t, total_repeat_guard):
+    write("a.txt", "a\n")
+    write("b.txt", "b\n")
+    with t.case("calls that alternate are counted: a, b, a, b run; a third a or b is refused, "
+                "without running"):
+        registry, ran = spied()
+        guarded = total_repeat_guard(registry, limit=2)
+        for path in ["a.txt", "b.txt", "a.txt", "b.txt"]:
+            call(guarded, "read_file", path=path)
+        assert attempt(guarded, "read_file", path="a.txt")[0] == "raised", \
+            "the third read of a.txt ran"
+        assert attempt(guarded, "read_file", path="b.txt")[0] == "raised", \
+            "the third read of b.txt ran"
+        assert len(ran) == 4, f"{len(ran)} calls reached a tool"
+    with t.case("calls in a row are counted as well"):
+        guarded = total_repeat_guard(TOOL_REGISTRY, limit=2)
+        call(guarded, "read_file", path="a.txt")
+        call(guarded, "read_file", path="a.txt")
+        assert attempt(guarded, "read_file", path="a.txt")[0] == "raised"
+    with t.case("other arguments make another call"):
+        guarded = total_repeat_guard(TOOL_REGISTRY, limit=1)
+        call(guarded, "read_file", path="a.txt")
+        assert attempt(guarded, "read_file", path="b.txt")[0] == "ok"
+    with t.case('list_files() and list_files(path=".") are the same call, and so is JSON with '
+                "its keys in another order"):
+        guarded = total_repeat_guard(TOOL_REGISTRY, limit=1)
+        agent.call_tool(guarded, "list_files", "{}")
+        assert attempt(guarded, "list_files", path=".")[0] == "raised", \
+            "list_files(path='.') ran after list_files()"
+        agent.call_tool(guarded, "edit_file", '{"path": "x.txt", "old_str": "", "new_str": "x"}')
+        try:
+            agent.call_tool(guarded, "edit_file",
+                            '{"new_str": "x", "old_str": "", "path": "x.txt"}')
+        except Exception:
+            pass
+        else:
+            raise AssertionError("the same edit, its keys in another order, ran again")
+    with t.case("the refusal says the call was not run"):
+        guarded = total_repeat_guard(TOOL_REGISTRY, limit=1)
+        call(guarded, "list_files", path=".")
+        _, error = attempt(guarded, "list_files", path=".")
+        assert "not run" in str(error), f"it said {error}"
+    with t.case("each guard counts for itself"):
+        first = total_repeat_guard(TOOL_REGISTRY, limit=1)
+        second = total_repeat_guard(TOOL_REGISTRY, limit=1)
+        call(first, "list_files", path=".")
+        assert attempt(second, "list_files", path=".")[0] == "ok", "a new guard already refuses"
+    keeps_signatures(t, total_repeat_guard)
+    with t.case("in the loop: a model that alternates two reads is refused, reads the refusal, "
+                "and answers"):
+        def alternates(messages):
+            if "not run" in ((tool_errors(messages) or [""])[-1] or ""):
+                return reply("Reading them again will not help.")
+            return tool_call("read_file", path=["a.txt", "b.txt"][len(messages) // 2 % 2])
+
+        bot, _, raised = run(total_repeat_guard(TOOL_REGISTRY, limit=2), [alternates] * 20)
+        assert raised is None, f"chat() raised {raised!r}"
+        assert bot.stop_reason == "done", f"stop_reason {bot.stop_reason!r}"
+        assert len(bot.client.requests) == 6, f"{len(bot.client.requests)} requests, not 6"

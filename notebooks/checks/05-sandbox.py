@@ -1,0 +1,348 @@
+"""The checks of lesson 05's coding exercises (notebooks/05-sandbox.ipynb, "Your turn").
+
+Each runs the student's code on a lab of its own (sandbox.build_lab in the scratch folder
+course.check gives it), and includes the cases a plausible wrong answer fails: a link
+followed, a named pipe that hangs, a hard link from outside, a path check on the string."""
+
+import os
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import course
+import sandbox
+
+import agent
+from agent import Agent, ScriptedClient, reply, tool_call
+
+
+def make_lab() -> SimpleNamespace:
+    """build_lab's workspace and outside folder, in the current (scratch) folder."""
+    workspace, outside = sandbox.build_lab(Path(os.path.realpath(".")) / "lab")
+    return SimpleNamespace(root=workspace, workspace=workspace, outside=outside)
+
+
+def secret_intact(lab) -> bool:
+    return (lab.outside / "secret.txt").read_text() == sandbox.SECRET + "\n"
+
+
+def refused(func, *args) -> str:
+    """The error func raises, as text; an AssertionError if it raises nothing."""
+    try:
+        result = func(*args)
+    except NotImplementedError:  # the starter: say "not written yet", not "refused"
+        raise
+    except KeyboardInterrupt:  # it would stop the whole run, not refuse one call
+        raise AssertionError("a Ctrl-C went through: it would stop the agent, not refuse the "
+                             "call") from None
+    except Exception as exc:  # the tools raise; the loop turns it into an observation
+        return f"{type(exc).__name__}: {exc}"
+    raise AssertionError(f"it was not refused: it returned {result!r}")
+
+
+def within(seconds: float, func, *args, unblock=None):
+    """Run func in a thread. If it has not finished after `seconds`, call unblock() (which
+    must make it return, e.g. by opening a FIFO's other end) and fail: it would have hung."""
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(("value", func(*args)))
+        except BaseException as exc:
+            outcome.append(("error", exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not outcome:
+        if unblock is not None:
+            unblock()
+            thread.join(seconds)
+        raise AssertionError(f"it was still running after {seconds} s: it would hang the agent")
+    kind, value = outcome[0]
+    if kind == "error":
+        raise value
+    return value
+
+
+def open_the_other_end(fifo: Path):
+    """What a hung reader of a FIFO waits for: a writer. Opening and closing one lets it go."""
+    def unblock():
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    return unblock
+
+
+def fresh_sandbox():
+    """A copy of lesson 05's module of our own, so adding rows to its tables here changes
+    nothing for the cells above, nor for the student's `import sandbox`."""
+    return course.load_notebook("05-sandbox")
+
+
+# --- exercise 1: grep_files ---------------------------------------------------------------------
+
+
+def _matches(result) -> list[tuple[str, int, str]]:
+    return [(m["path"], m["line"], m["text"]) for m in result["matches"]]
+
+
+@course.exercise("05.1", "a jailed grep_files(pattern, path=\".\")")
+def _(t, grep_in):
+    lab = make_lab()
+    (lab.workspace / "notes" / "deep").mkdir()
+    (lab.workspace / "notes" / "deep" / "plan.md").write_text("step 1\ntest the sandbox\n")
+    (lab.workspace / "binary.bin").write_bytes(b"\xff\xfe test the sandbox \x00")
+    with t.case("finds each line with the text, with its workspace path and line number"):
+        found = _matches(grep_in(lab.root, "test the sandbox"))
+        assert ("notes/todo.md", 2, "- test the sandbox") in found, f"found {found}"
+        assert ("notes/deep/plan.md", 2, "test the sandbox") in found, \
+            f"a file in a subfolder was not searched: found {found}"
+        assert "todo-link.md" not in [path for path, _, _ in found], \
+            "it followed the symlink todo-link.md (skip links: a link can lead anywhere)"
+        assert found == sorted(found), f"matches should be sorted by path, then line: {found}"
+    with t.case("searches only below the folder it is given"):
+        result = grep_in(lab.root, "test", "notes/deep")
+        assert result["path"] == "notes/deep", f"path {result['path']!r}, not 'notes/deep'"
+        assert _matches(result) == [("notes/deep/plan.md", 2, "test the sandbox")], \
+            f"found {_matches(result)}"
+    with t.case("refuses a folder outside the workspace, by a path or through a link"):
+        for path in ("../outside", "outdir", "/etc"):
+            error = refused(grep_in, lab.root, "launch", path)
+            assert "escapes the workspace" in error, f"{path}: {error}"
+            assert str(lab.root.parent) not in error, f"the error shows a machine path: {error}"
+    with t.case("never follows a link out: the secret is not in the result"):
+        result = grep_in(lab.root, "launch code")
+        assert sandbox.SECRET not in str(result), \
+            "it read the secret through leak.txt, chain1, outdir/ or hard.txt"
+        assert _matches(result) == [], f"found {_matches(result)}"
+    with t.case("skips a named pipe without hanging, and a file that is not text"):
+        fifo = lab.workspace / "notes" / "pipe"
+        os.mkfifo(fifo)
+        try:
+            result = within(3, grep_in, lab.root, "test the sandbox",
+                            unblock=open_the_other_end(fifo))
+        finally:
+            fifo.unlink()  # the next cases must not hang on it
+        assert "binary.bin" not in [m["path"] for m in result["matches"]], "binary.bin matched"
+    with t.case(f"stops at {50} matches and says so (truncated)"):
+        (lab.workspace / "many.txt").write_text("needle\n" * 200)
+        many = grep_in(lab.root, "needle")
+        assert len(many["matches"]) == 50, f"{len(many['matches'])} matches, not 50"
+        assert many["truncated"] is True, "truncated should be True"
+        assert grep_in(lab.root, "step 1")["truncated"] is False, "truncated should be False"
+    with t.case("works as a read-level tool: one row in FUNCTIONS, RISK and SCHEMAS"):
+        grep_in(lab.root, "step 1")  # called once as it is, so the starter says "not written"
+        mine = fresh_sandbox()
+        mine.FUNCTIONS["grep_files"] = grep_in
+        mine.RISK["grep_files"] = "read"
+        mine.SCHEMAS["grep_files"] = agent.schema(
+            mine.jailed(grep_in, lab.root, "grep_files"), "Search text files for a line.",
+            pattern="The text to look for.", path="The folder to search; default all.")
+        tools, registry = mine.sandbox_tools(lab.root, ("read",))
+        bot = Agent(ScriptedClient([tool_call("grep_files", pattern="step 1"), reply("ok")]),
+                    "scripted", tools=tools, registry=registry, on_event=None)
+        bot.chat("Where is step 1?")
+        answer = bot.messages[3]["content"]
+        assert "notes/deep/plan.md" in answer and "error" not in answer, answer
+
+
+# --- exercise 2: delete_file --------------------------------------------------------------------
+
+
+@course.exercise("05.2", "a jailed delete_file(path)")
+def _(t, delete_in):
+    lab = make_lab()
+    todo = lab.workspace / "notes" / "todo.md"
+    with t.case("deletes a file, and answers with its workspace path"):
+        (lab.workspace / "notes" / "old.md").write_text("old\n")
+        result = delete_in(lab.root, "notes/old.md")
+        assert result == {"path": "notes/old.md", "action": "deleted"}, f"answered {result}"
+        assert not (lab.workspace / "notes" / "old.md").exists(), "notes/old.md is still there"
+    with t.case("deletes a link, never what it points to"):
+        assert delete_in(lab.root, "leak.txt")["action"] == "deleted"
+        assert not os.path.lexists(lab.workspace / "leak.txt"), "the link leak.txt is still there"
+        assert secret_intact(lab), "the file outside that leak.txt points to was changed"
+        delete_in(lab.root, "todo-link.md")
+        assert not os.path.lexists(lab.workspace / "todo-link.md"), "todo-link.md is still there"
+        assert todo.exists(), "deleting the link todo-link.md deleted notes/todo.md, its target"
+    with t.case("refuses a file outside the workspace, by a path or through a linked folder"):
+        for path in ("../outside/secret.txt", "outdir/secret.txt", "/etc/hostname"):
+            error = refused(delete_in, lab.root, path)
+            assert "escapes the workspace" in error, f"{path}: {error}"
+        assert secret_intact(lab), "the secret outside was deleted"
+    with t.case("refuses the workspace itself"):
+        for path in (".", "notes/..", ""):
+            refused(delete_in, lab.root, path)
+        assert todo.exists() and lab.workspace.is_dir(), "the workspace lost files"
+    with t.case("does not delete a folder"):
+        refused(delete_in, lab.root, "notes")
+        assert todo.exists(), "the folder notes was deleted"
+    with t.case("a missing file is an error that names the workspace path only"):
+        error = refused(delete_in, lab.root, "notes/missing.md")
+        assert "notes/missing.md" in error, error
+        assert str(lab.root) not in error, f"the error shows the machine's path: {error}"
+    with t.case("works as a write-level tool"):
+        mine = fresh_sandbox()
+        mine.FUNCTIONS["delete_file"] = delete_in
+        mine.RISK["delete_file"] = "write"
+        mine.SCHEMAS["delete_file"] = agent.schema(
+            mine.jailed(delete_in, lab.root, "delete_file"), "Delete a file.",
+            path="The file to delete.")
+        (lab.workspace / "scratch.txt").write_text("x")
+        (lab.workspace / "first.txt").write_text("x")
+        delete_in(lab.root, "first.txt")  # called once as it is, so the starter says so
+        reader = mine.sandbox_tools(lab.root, ("read",))[1]
+        assert "delete_file" not in reader, "a read-only agent got delete_file"
+        tools, registry = mine.sandbox_tools(lab.root, ("read", "write"))
+        bot = Agent(ScriptedClient([tool_call("delete_file", path="scratch.txt"), reply("ok")]),
+                    "scripted", tools=tools, registry=registry, on_event=None)
+        bot.chat("Delete scratch.txt.")
+        assert not (lab.workspace / "scratch.txt").exists(), bot.messages[3]["content"]
+
+
+# --- exercise 3: hard links that stay inside ----------------------------------------------------
+
+
+def _links_inside(all_links_inside, root: Path, file: Path) -> bool:
+    fd = os.open(file, os.O_RDONLY)
+    try:
+        return all_links_inside(root, fd)
+    finally:
+        os.close(fd)
+
+
+@course.exercise("05.3", "all_links_inside(root, fd): every name of the file is in the workspace")
+def _(t, all_links_inside):
+    lab = make_lab()
+    ws, outside = lab.workspace, lab.outside
+    (ws / "notes" / "a.md").write_text("a\n")
+    (ws / "linked").mkdir()
+    os.link(ws / "notes" / "a.md", ws / "linked" / "a-again.md")  # two names, both inside
+    (ws / "insidelink").symlink_to("notes")  # a link to a folder inside: no extra names
+    with t.case("a file with one name is fine"):
+        assert _links_inside(all_links_inside, lab.root, ws / "notes" / "todo.md") is True
+    with t.case("a file whose two names are both in the workspace is fine (pnpm, cp -al)"):
+        assert _links_inside(all_links_inside, lab.root, ws / "notes" / "a.md") is True, \
+            "refused: are you only looking at st_nlink?"
+    with t.case("a name reached twice through a symlinked folder still counts once"):
+        assert _links_inside(all_links_inside, lab.root, ws / "linked" / "a-again.md") is True, \
+            "refused: did the walk follow insidelink -> notes and count notes/a.md twice?"
+    with t.case("a file with a name outside the workspace is not (hard.txt)"):
+        assert _links_inside(all_links_inside, lab.root, ws / "hard.txt") is False
+    with t.case("a name reached only through a symlinked folder that leads out is outside"):
+        (outside / "b.md").write_text("b\n")
+        os.link(outside / "b.md", ws / "notes" / "b.md")  # seen in the walk as outdir/b.md
+        assert _links_inside(all_links_inside, lab.root, ws / "notes" / "b.md") is False, \
+            "accepted: did the walk follow outdir -> ../outside?"
+    with t.case("a symlink to the outside name is not a name inside"):
+        (outside / "d.md").write_text("d\n")
+        os.link(outside / "d.md", ws / "d.md")
+        (ws / "d-link.md").symlink_to(outside / "d.md")  # os.stat would count it; lstat not
+        assert _links_inside(all_links_inside, lab.root, ws / "d.md") is False, \
+            "accepted: did you count d-link.md, a symlink, as a name (os.stat, not os.lstat)?"
+    with t.case("three names, one of them outside, is not"):
+        (ws / "c.md").write_text("c\n")
+        os.link(ws / "c.md", ws / "notes" / "c.md")
+        os.link(ws / "c.md", outside / "c.md")
+        assert _links_inside(all_links_inside, lab.root, ws / "c.md") is False, \
+            "accepted with 2 of 3 names inside"
+
+
+# --- exercise 6: an approval gate for run_command -----------------------------------------------
+
+
+def _person(*answers):
+    """An ask() that answers from a list and remembers what it was asked."""
+    asked, queue = [], list(answers)
+
+    def ask(question: str) -> str:
+        asked.append(question)
+        answer = queue.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+    ask.asked = asked
+    return ask
+
+
+@course.exercise("05.6", "an approval gate for run_command")
+def _(t, gated):
+    root = Path(os.path.realpath("gated"))
+    root.mkdir()
+    run_command = sandbox.make_run_command(root, timeout=2)
+    with t.case("y or yes (any case) runs the command and returns its result"):
+        for answer in ("y", "yes", "Y", " YES "):
+            ask = _person(answer)
+            result = gated(run_command, ask)("echo hi")
+            assert result == {"exit_code": 0, "output": "hi\n"}, f"{answer!r}: got {result}"
+    with t.case("the person is shown the command before it runs"):
+        ask = _person("n")
+        refused(gated(run_command, ask), "touch made.txt")
+        assert ask.asked and "touch made.txt" in ask.asked[0], f"asked {ask.asked}"
+    with t.case("Enter alone, n, or anything else refuses: an error that names the command"):
+        for answer in ("", "n", "no", "sure, why not", "yess"):
+            error = refused(gated(run_command, _person(answer)), "touch made.txt")
+            assert "touch made.txt" in error, f"{answer!r}: the error {error!r} does not name it"
+        assert not (root / "made.txt").exists(), "a command ran without a yes"
+    with t.case("no answer at all (input closed, Ctrl-C) refuses, without a crash"):
+        for stop in (EOFError(), KeyboardInterrupt()):
+            refused(gated(run_command, _person(stop)), "touch made.txt")
+        assert not (root / "made.txt").exists(), "a command ran without a yes"
+    with t.case("it keeps run_command's name and signature, so the schema still fits"):
+        tools, registry = sandbox.sandbox_tools(root, ("execute",))
+        wrapped = gated(registry["run_command"], _person())
+        assert getattr(wrapped, "__name__", None) == "run_command", "its name is not run_command"
+        agent.check_tools(tools, {"run_command": wrapped})
+    with t.case("through the agent, a no is a tool result the model reads, and the run goes on"):
+        tools, registry = sandbox.sandbox_tools(root, ("execute",))
+        registry = {"run_command": gated(registry["run_command"], _person("n", "y"))}
+        bot = Agent(ScriptedClient([tool_call("run_command", command="touch no.txt"),
+                                    tool_call("run_command", command="touch yes.txt"),
+                                    reply("done")]), "scripted", tools=tools,
+                    registry=registry, on_event=None)
+        bot.chat("Make two files.")
+        assert bot.stop_reason == "done", f"the run ended with {bot.stop_reason}"
+        assert "error" in bot.messages[3]["content"], bot.messages[3]["content"]
+        assert not (root / "no.txt").exists() and (root / "yes.txt").exists()
+
+
+# --- exercise 7: another way out of the process group -------------------------------------------
+
+
+def _escapes(command: str, folder: Path) -> str:
+    """Run command with a 1 s timeout in folder; '' if something outlived the group kill and
+    wrote escaped.txt once told to (go), else what went wrong."""
+    folder.mkdir()
+    try:
+        result = sandbox.make_run_command(folder, timeout=1)(command)
+        if "timed_out" in result:
+            return f"the tool timed out ({result}): the command itself should return at once"
+        if (folder / "escaped.txt").exists():
+            return "escaped.txt was written before the tool returned, not after"
+    finally:
+        (folder / "go").touch()  # always: nothing of ours waits forever
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:  # the survivor checks for go every few ms
+        if (folder / "escaped.txt").exists():
+            return ""
+        time.sleep(0.02)
+    return ("no escaped.txt: nothing outlived the group kill (did the command wait until the "
+            "process had left the group? see the hint)")
+
+
+@course.exercise("05.7", "another way out of the process group, every time")
+def _(t, way_out):
+    command = way_out()
+    t.expect(isinstance(command, str) and command.strip(), "way_out() returns a command",
+             detail=f"it returned {command!r}")
+    t.expect("setsid" not in str(command) and "set -m" not in str(command),
+             "it uses neither setsid nor set -m (the lesson's examples)",
+             detail="find another: timeout, or a program that calls setpgid")
+    for run in (1, 2, 3):  # every time: an escape that depends on luck fails sometimes
+        with t.case(f"run {run}: a process outlives the group kill and writes escaped.txt "
+                    "after go appears"):
+            problem = _escapes(str(command), Path(os.path.realpath(f"run-{run}")))
+            assert not problem, problem

@@ -1,0 +1,368 @@
+"""Checks of lesson 07's coding exercises (course.check("07.k", ...) in the notebook).
+
+Each runs the student's code on real runs of the agent, on the scripted model, traced by the
+lesson's own Tracer where a trace is needed. They run in a scratch folder (course.check)."""
+
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import course
+import tracing
+from openai.types import CompletionUsage
+
+import agent
+from agent import Agent, ScriptedClient, reply, tool_call
+
+# --- 07.1 a budget guard ------------------------------------------------------------------
+
+# With these prices and this usage, every model call costs exactly one dollar.
+BUDGET_PRICES = {"budget-test": (1_000.0, 4_000.0)}  # dollars per million tokens
+USAGE = {"prompt_tokens": 500, "completion_tokens": 125}
+
+
+def with_usage(client, usage):
+    """Make every response of client report this usage (None: no usage at all)."""
+    create = client.chat.completions.create
+
+    def create_with_usage(**request):
+        response = create(**request)
+        response.usage = usage and CompletionUsage(
+            total_tokens=usage["prompt_tokens"] + usage["completion_tokens"], **usage)
+        return response
+
+    client.chat.completions.create = create_with_usage
+    return client
+
+
+def budget_run(guard, steps, usage=USAGE):
+    """Run one task with guard as the handler; return (agent, tools that ran, what it raised)."""
+    ran = []
+
+    def list_files(path="."):
+        ran.append(path)
+        return {"path": path, "files": []}
+
+    bot = Agent(with_usage(ScriptedClient(steps), usage), "budget-test", on_event=guard,
+                registry={**agent.TOOL_REGISTRY, "list_files": list_files})
+    try:
+        bot.chat("look around")
+        raised = None
+    except Exception as exc:
+        raised = exc
+    return bot, ran, raised
+
+
+def looks(n):
+    return [tool_call("list_files", path=f"folder-{i}") for i in range(1, n + 1)]
+
+
+@course.exercise("07.1", "a budget guard that stops a run which costs too much")
+def _(t, budget_guard):
+    with t.case("a run within its budget ends as usual"):
+        bot, ran, raised = budget_run(budget_guard(2.5, BUDGET_PRICES), [*looks(1), reply("ok")])
+        assert raised is None, f"it raised {raised!r} after two calls costing $1 each"
+        assert bot.stop_reason == "done", f"stop_reason is {bot.stop_reason!r}"
+    with t.case("a run that passes its budget stops at the model call that passed it"):
+        bot, ran, raised = budget_run(budget_guard(2.5, BUDGET_PRICES), [*looks(5), reply("ok")])
+        asked = len(bot.client.requests)
+        assert raised is not None, "the run cost $6 against a budget of $2.50 and did not stop"
+        assert bot.stop_reason == "error", f"stop_reason is {bot.stop_reason!r}, not 'error'"
+        assert asked == 3, f"the model was called {asked} times; the third call passed $2.50"
+    with t.case("the tools of the call that passed the budget do not run"):
+        bot, ran, raised = budget_run(budget_guard(2.5, BUDGET_PRICES), [*looks(5), reply("ok")])
+        assert ran == ["folder-1", "folder-2"], (
+            f"tools ran for {ran}: raise when the usage arrives (the assistant's "
+            "message_end), not after its tools")
+    with t.case("every run starts again at zero"):
+        guard = budget_guard(2.5, BUDGET_PRICES)
+        bot = Agent(with_usage(ScriptedClient([*looks(1), reply("one"), *looks(1), reply("two")]),
+                               USAGE), "budget-test", on_event=guard)
+        bot.chat("first")  # $2
+        try:
+            bot.chat("second")  # $2 more, but a new run
+        except Exception:
+            raise AssertionError("the second run was stopped: the guard still counted the "
+                                 "first run's cost (agent_start begins a new run)") from None
+    with t.case("completion tokens are paid for too"):
+        guard = budget_guard(1.5, {"budget-test": (0.0, 8_000.0)})  # only output costs: $1
+        bot, ran, raised = budget_run(guard, [*looks(3), reply("ok")])
+        assert raised is not None and len(bot.client.requests) == 2, (
+            "with output at $8 per million tokens, the second call passed $1.50")
+    with t.case("a response without usage costs nothing and breaks nothing"):
+        bot, ran, raised = budget_run(budget_guard(0.5, BUDGET_PRICES), [*looks(2), reply("ok")],
+                                      usage=None)
+        assert raised is None, f"it raised {raised!r} on a response with usage None"
+
+
+# --- 07.2 cached tokens -------------------------------------------------------------------
+
+CACHED = {"model-a": (2.0, 0.5, 8.0), "model-b": (1.0, 0.1, 4.0)}
+
+
+def dollars(prompt, cached, completion, price):
+    return ((prompt - cached) * price[0] + cached * price[1] + completion * price[2]) / 1e6
+
+
+@course.exercise("07.2", "cost with cached prompt tokens")
+def _(t, cached_cost):
+    plain = {"prompt_tokens": 1_000, "completion_tokens": 100}
+    with t.case("without cached tokens it is the lesson's cost"):
+        got = cached_cost("model-a", plain, CACHED)
+        assert got is not None and abs(got - dollars(1_000, 0, 100, CACHED["model-a"])) < 1e-12, \
+            f"got {got} for 1,000 tokens in and 100 out"
+    with t.case("cached tokens are part of prompt_tokens, billed at the cached price"):
+        usage = {**plain, "prompt_tokens_details": {"cached_tokens": 800}}
+        got, want = cached_cost("model-a", usage, CACHED), dollars(1_000, 800, 100,
+                                                                   CACHED["model-a"])
+        on_top = dollars(1_800, 800, 100, CACHED["model-a"])
+        assert got is not None and abs(got - want) < 1e-12, (
+            f"got {got}, want {want}" + (" (the cached tokens were added on top of the "
+                                         "prompt)" if got and abs(got - on_top) < 1e-12 else ""))
+    with t.case("the price table given is the one used"):
+        usage = {**plain, "prompt_tokens_details": {"cached_tokens": 500}}
+        got, want = cached_cost("model-b", usage, CACHED), dollars(1_000, 500, 100,
+                                                                   CACHED["model-b"])
+        assert got is not None and abs(got - want) < 1e-12, f"got {got}, want {want}"
+    with t.case("details that are missing or null mean nothing was cached"):
+        want = dollars(1_000, 0, 100, CACHED["model-a"])
+        for details in (None, {}, {"cached_tokens": None}, {"audio_tokens": 0}):
+            got = cached_cost("model-a", {**plain, "prompt_tokens_details": details}, CACHED)
+            assert got is not None and abs(got - want) < 1e-12, \
+                f"prompt_tokens_details={details!r} gave {got}"
+    with t.case("a model that has no price costs None, not a wrong number"):
+        got = cached_cost("not-in-the-table", plain, CACHED)
+        assert got is None, f"got {got!r}"
+
+
+# --- 07.3 a text timeline -----------------------------------------------------------------
+
+
+def timed_run(steps, tool_seconds, model_seconds, fail_last=False):
+    """A traced run whose model calls take model_seconds[i] and whose tool calls take
+    tool_seconds[i], in order, on a fake clock; the records of its trace."""
+    clock = tracing.FakeClock(start=1_000.0)
+    model_times, tool_times = iter(model_seconds), iter(tool_seconds)
+    steps = list(steps)
+    if fail_last:
+        def down(messages):
+            raise TimeoutError("no answer")
+        steps.append(down)
+    client = ScriptedClient(steps)
+    create = client.chat.completions.create
+
+    def slow_create(**request):
+        clock.advance(next(model_times))
+        return create(**request)
+
+    client.chat.completions.create = slow_create
+
+    def timed(func):
+        @functools.wraps(func)
+        def run(**arguments):
+            clock.advance(next(tool_times))
+            return func(**arguments)
+        return run
+
+    tracer = tracing.Tracer("traces", clock=clock)
+    bot = Agent(client, "scripted-demo", on_event=tracer,
+                registry={name: timed(f) for name, f in agent.TOOL_REGISTRY.items()})
+    try:
+        bot.chat("look")
+    except TimeoutError:
+        pass
+    return tracing.load_trace(tracer.paths[-1])
+
+
+def lanes(text, width):
+    lines = text.split("\n")
+    assert len(lines) == 2, f"{len(lines)} lines, not 2: {text!r}"
+    assert lines[0].startswith("model ") and lines[1].startswith("tools "), \
+        f"the lines begin {lines[0][:6]!r} and {lines[1][:6]!r}, not 'model ' and 'tools '"
+    model, tools = lines[0][6:], lines[1][6:]
+    assert len(model) == len(tools) == width, \
+        f"the lanes are {len(model)} and {len(tools)} characters wide, not {width}"
+    return model, tools
+
+
+@course.exercise("07.3", "a text timeline for a terminal")
+def _(t, text_timeline):
+    # model 0-2 s, a failing tool 2-3 s, model 3-5 s, a tool 5-6 s, model 6-10 s
+    run = timed_run([tool_call("read_file", path="missing.txt"),
+                     tool_call("list_files", path="."), reply("done")],
+                    tool_seconds=[1, 1], model_seconds=[2, 2, 4])
+    with t.case("two lines, 'model ' and 'tools ', each then exactly width characters"):
+        lanes(text_timeline(run, width=20), 20)
+        lanes(text_timeline(run, width=50), 50)
+        lanes(text_timeline(run), 60)
+    with t.case("each model call is drawn where it ran, and nothing else in its lane"):
+        model, _ = lanes(text_timeline(run, width=20), 20)  # one column is half a second
+        assert [model[c] for c in (1, 7, 15)] == ["█"] * 3, f"model lane: {model!r}"
+        assert model[5] == model[11] == " ", f"model lane: {model!r} (tools ran at 2.5 s and 5.5 s)"
+        assert set(model) <= {"█", " "}, f"model lane: {model!r}"
+    with t.case("each tool is drawn where it ran, a failed one as x"):
+        _, tools = lanes(text_timeline(run, width=20), 20)
+        assert tools[5] == "x" and tools[11] == "▌", f"tools lane: {tools!r}"
+        assert tools[1] == tools[15] == " ", f"tools lane: {tools!r} (the model ran at 0.5 s "
+        "and 7.5 s)"
+    with t.case("even a very short tool call shows"):
+        short = timed_run([tool_call("list_files", path="."), reply("ok")],
+                          tool_seconds=[0.001], model_seconds=[4.3, 5.7])
+        model, tools = lanes(text_timeline(short, width=20), 20)
+        assert "▌" in tools, f"a 1 ms tool call in a 10 s run vanished: {tools!r}"
+    with t.case("a model call that failed (and never closed) is drawn as x"):
+        failed = timed_run([tool_call("list_files", path=".")], tool_seconds=[1],
+                           model_seconds=[2, 7], fail_last=True)
+        model, _ = lanes(text_timeline(failed, width=20), 20)
+        assert model[15] == "x" and model[1] == "█", f"model lane: {model!r}"
+
+
+# --- 07.4 replay as a regression test -----------------------------------------------------
+
+
+def make_fixture(folder: Path) -> None:
+    """The folder the recording started in. It has dotfiles, so hiding them shows."""
+    (folder / ".gitignore").write_text("*.pyc\n__pycache__/\n")
+    (folder / ".env.example").write_text("DB_HOST=localhost\n")
+    (folder / "app.py").write_text("print('hello')\n")
+
+
+def recording() -> list[dict]:
+    """A traced run in a fixture folder: it lists the folder and reads .gitignore."""
+    before = os.getcwd()
+    folder = Path("recorded-in").resolve()
+    folder.mkdir()
+    make_fixture(folder)
+    os.chdir(folder)
+    try:
+        tracer = tracing.Tracer(Path(before) / "traces")
+        Agent(ScriptedClient([tool_call("list_files", path="."),
+                              tool_call("read_file", path=".gitignore"),
+                              reply("Python caches are ignored.")]),
+              "scripted-demo", on_event=tracer).chat("What does git ignore here?")
+    finally:
+        os.chdir(before)
+    return tracing.load_trace(tracer.paths[0])
+
+
+def hiding_dotfiles(path: str = ".") -> dict:
+    listing = agent.list_files(path)
+    return {**listing, "files": [f for f in listing["files"] if not f["name"].startswith(".")]}
+
+
+def stripping(path: str) -> dict:
+    result = agent.read_file(path)
+    return {**result, "content": result["content"].rstrip()}
+
+
+def run_test(test, records, tools=None):
+    """Run the student's test as pytest would, with agent.py's tools changed (or not); return
+    what it raised, or None if it passed."""
+    before, saved = os.getcwd(), dict(agent.TOOL_REGISTRY)
+    agent.TOOL_REGISTRY.update(tools or {})
+    tmp = Path(f"tmp-{len(os.listdir('.'))}").resolve()
+    tmp.mkdir()
+    try:
+        test(records=records, make_fixture=make_fixture, tmp_path=tmp)
+        return None
+    except NotImplementedError:
+        raise  # the case says "not written yet"
+    except Exception as exc:
+        return exc
+    finally:
+        agent.TOOL_REGISTRY.clear()
+        agent.TOOL_REGISTRY.update(saved)
+        os.chdir(before)
+
+
+def said(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".removesuffix(": ")
+
+
+def failed_an_assert(raised, change: str) -> None:
+    assert raised is not None, f"your test passed although {change}"
+    assert isinstance(raised, AssertionError), (
+        f"your test raised {said(raised)} instead of failing an assert")
+
+
+@course.exercise("07.4", "a replay test that passes, and fails when the host changes")
+def _(t, test_replay):
+    records = recording()
+    with t.case("your test passes when nothing changed"):
+        raised = run_test(test_replay, records)
+        assert raised is None, (f"it failed on the unchanged tools: {said(raised)} (does the "
+                                "replay start in a folder made by make_fixture?)")
+    with t.case("it fails when list_files hides dotfiles"):
+        failed_an_assert(run_test(test_replay, records, {"list_files": hiding_dotfiles}),
+                         "list_files hid .gitignore and .env.example")
+    with t.case("it fails when read_file strips trailing whitespace"):
+        failed_an_assert(run_test(test_replay, records, {"read_file": stripping}),
+                         "read_file dropped the last newline")
+
+
+# --- 07.5 record the system prompt --------------------------------------------------------
+
+
+def expected_setup(system_prompt: str, tools: list[dict]) -> dict:
+    return {"system_prompt": hashlib.sha256(system_prompt.encode("utf-8")).hexdigest()[:16],
+            "tools": sorted(tool["function"]["name"] for tool in tools)}
+
+
+def replayed_with(records, **options) -> Agent:
+    """The recorded run replayed in a new empty folder (the recording started in one)."""
+    folder = Path(f"replay-{len(list(Path('.').glob('replay-*')))}").resolve()
+    folder.mkdir()
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        return tracing.replay(records, **options)
+    finally:
+        os.chdir(before)
+
+
+@course.exercise("07.5", "agent_start records the system prompt and the tools")
+def _(t, setup_of, SetupAgent, setup_differences):
+    tracer = tracing.Tracer("traces")
+    bot = SetupAgent(ScriptedClient([tool_call("list_files", path="."), reply("ok")]),
+                     "scripted-demo", on_event=tracer)
+    bot.chat("look")
+    records = tracing.load_trace(tracer.paths[0])
+    with t.case("setup_of gives a SHA-256 of the system prompt and the sorted tool names"):
+        want = expected_setup(agent.SYSTEM_PROMPT, agent.TOOLS)
+        assert setup_of(bot) == want, f"setup_of(bot) is {setup_of(bot)!r}, want {want!r}"
+        other = Agent(ScriptedClient([]), "m", system_prompt="Be brief.", tools=agent.TOOLS[:1])
+        assert setup_of(other) == expected_setup("Be brief.", agent.TOOLS[:1]), \
+            f"for another prompt and tools it gave {setup_of(other)!r}"
+    with t.case("agent_start in the trace carries it as setup"):
+        start = records[0]
+        assert start["type"] == "agent_start", f"the first record is {start['type']}"
+        assert start.get("setup") == setup_of(bot), f"agent_start is {json.dumps(start)}"
+    with t.case("every other event still reaches the handler"):
+        plain = []
+        Agent(ScriptedClient([tool_call("list_files", path="."), reply("ok")]), "scripted-demo",
+              on_event=lambda event: plain.append(event["type"])).chat("look")
+        seen = [r["type"] for r in records]
+        assert seen == plain, f"the handler got {seen}, where a plain Agent sends {plain}"
+    with t.case("a replay with the same prompt and tools finds no difference"):
+        found = setup_differences(records, replayed_with(records))
+        assert found == [], f"it found {found}"
+    with t.case("a changed system prompt is reported"):
+        found = setup_differences(records, replayed_with(
+            records, system_prompt=agent.SYSTEM_PROMPT + "\nAnswer in French."))
+        assert len(found) == 1 and "prompt" in found[0].lower(), f"it found {found}"
+    with t.case("a tool removed or added is named"):
+        fewer = setup_differences(records, replayed_with(records, tools=agent.TOOLS[:2]))
+        assert any("edit_file" in line for line in fewer), f"edit_file removed: it found {fewer}"
+        extra = [*agent.TOOLS, agent.schema(agent.occurrences, "Count.", text="t", part="p")]
+        more = setup_differences(records, replayed_with(records, tools=extra))
+        assert any("occurrences" in line for line in more), f"occurrences added: found {more}"
+        assert not any("prompt" in line.lower() for line in fewer + more), \
+            "the system prompt did not change, but a difference says it did"
+    with t.case("a trace that has no setup says so, instead of finding nothing"):
+        old = [{k: v for k, v in r.items() if k != "setup"} for r in records]
+        found = setup_differences(old, replayed_with(records))
+        assert found and all(isinstance(line, str) for line in found), (
+            f"it found {found!r}: an old trace (agent.trace_to's, say) cannot tell whether "
+            "anything changed")

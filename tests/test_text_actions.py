@@ -1,0 +1,772 @@
+"""Lesson 08's text actions, from the notebook's own export cells (`import text_actions`).
+
+The parser form by form; the conversion on the way out; the adapter over a ScriptedClient and
+over the REAL openai SDK, whose HTTP layer is a fake server that rejects any request carrying
+tools (as a server without tool calling does); finish against plain text; the format-error
+cap; a cut-off reply; the repeat warning. After every path, the history is one a strict server
+accepts."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import course
+import guards
+import httpx2
+import openai
+import pytest
+import text_actions
+from openai.types.chat import ChatCompletion
+from test_loop import assert_history_valid
+from text_actions import (
+    FORMAT_ERROR,
+    FormatError,
+    TextActions,
+    TextAgent,
+    parse_action,
+    repeat_warning,
+    to_text_messages,
+)
+
+import agent
+from agent import TOOL_REGISTRY, TOOLS, Agent, ScriptedClient, pairing_problem, reply, tool_call
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def workspace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("alpha\n", encoding="utf-8")
+    return tmp_path
+
+
+def action(name, **arguments) -> str:
+    return json.dumps({"type": "call_tool", "name": name, "arguments": arguments})
+
+
+def finish(output) -> str:
+    return json.dumps({"type": "finish", "output": output})
+
+
+READ = action("read_file", path="a.txt")
+
+
+def assert_valid(bot: Agent) -> None:
+    """What a strict server accepts, checked two ways."""
+    assert pairing_problem(bot.messages) is None
+    assert_history_valid(bot.messages)
+
+
+def text_agent(steps, **options):
+    """A TextAgent on a ScriptedClient that records its events: (agent, client, events)."""
+    events = []
+    client = ScriptedClient(steps)
+    bot = TextAgent(client, "scripted", on_event=events.append, **options)
+    return bot, client, events
+
+
+# --- the parser: every accepted form -----------------------------------------------------
+
+ACCEPTED = [  # (id, reply, the action without its notes, a word every note must hold or None)
+    ("bare", READ, ("call_tool", "read_file", {"path": "a.txt"}), None),
+    ("fence json", f"```json\n{READ}\n```", ("call_tool", "read_file", {"path": "a.txt"}), None),
+    ("fence plain", f"```\n{READ}\n```", ("call_tool", "read_file", {"path": "a.txt"}), None),
+    ("fence, prose around", f"Sure.\n```json\n{READ}\n```\nDone?",
+     ("call_tool", "read_file", {"path": "a.txt"}), None),
+    ("prose before", f"I will read it. {READ}", ("call_tool", "read_file", {"path": "a.txt"}),
+     None),
+    ("prose after", f"{READ}\nThen I summarise.", ("call_tool", "read_file", {"path": "a.txt"}),
+     None),
+    ("spaces around", f"\n\n   {READ}   \n", ("call_tool", "read_file", {"path": "a.txt"}), None),
+    ("two actions", f"{READ}\n{finish('x')}", ("call_tool", "read_file", {"path": "a.txt"}),
+     "first"),
+    ("arguments a JSON string",
+     json.dumps({"type": "call_tool", "name": "read_file", "arguments": '{"path": "a.txt"}'}),
+     ("call_tool", "read_file", {"path": "a.txt"}), "string"),
+    ("arguments an empty string",
+     json.dumps({"type": "call_tool", "name": "list_files", "arguments": ""}),
+     ("call_tool", "list_files", {}), "string"),
+    ("arguments missing", '{"type": "call_tool", "name": "list_files"}',
+     ("call_tool", "list_files", {}), None),
+    ("arguments null", '{"type": "call_tool", "name": "list_files", "arguments": null}',
+     ("call_tool", "list_files", {}), None),
+    ("trailing comma", '{"type": "finish", "output": "ok",}', ("finish", "ok"), "trailing comma"),
+    ("trailing commas, nested", '{"type": "call_tool", "name": "f", "arguments": {"a": [1, 2,],},}',
+     ("call_tool", "f", {"a": [1, 2]}), "trailing comma"),
+    ("a comma inside a string stays",
+     '{"type": "finish", "output": "a,}",}', ("finish", "a,}"), "trailing comma"),
+    ("braces in prose before", f"I use {{name}} here. {READ}",
+     ("call_tool", "read_file", {"path": "a.txt"}), None),
+    ("an unclosed brace in prose before", f"It starts with {{ and then: {READ}",
+     ("call_tool", "read_file", {"path": "a.txt"}), None),
+    ("braces and quotes inside strings",
+     '{"type": "finish", "output": "use {x} and } and \\" here"}',
+     ("finish", 'use {x} and } and " here'), None),
+    ("an object without type before the action", f'{{"a": 1}} {READ}',
+     ("call_tool", "read_file", {"path": "a.txt"}), None),
+    ("extra keys are ignored", '{"thought": "easy", "type": "finish", "output": "ok"}',
+     ("finish", "ok"), None),
+    ("an output that is not a string", '{"type": "finish", "output": 42}', ("finish", "42"),
+     None),
+    ("unicode", finish("你好，Pi！"), ("finish", "你好，Pi！"), None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "note"), [c[1:] for c in ACCEPTED],
+                         ids=[c[0] for c in ACCEPTED])
+def test_the_parser_accepts_every_form_whose_action_is_intact(text, expected, note):
+    found = parse_action(text)
+    if found["type"] == "call_tool":
+        assert (found["type"], found["name"], found["arguments"]) == expected
+    else:
+        assert (found["type"], found["output"]) == expected
+    if note is None:
+        assert found["notes"] == []
+    else:
+        assert found["notes"] and all(note in n for n in found["notes"]), found["notes"]
+
+
+REFUSED = [  # (id, reply, finish_reason, words the refusal must hold)
+    ("empty", "", None, "empty"),
+    ("only spaces", "  \n\t ", None, "empty"),
+    ("no JSON at all", "The file says alpha.", None, "no JSON object"),
+    ("a list", '["read_file", "a.txt"]', None, "a list"),
+    ("a list holding an action", f"[{READ}]", None, "a list"),
+    ("a fenced list", '```json\n["read_file"]\n```', None, "a list"),
+    ("a JSON string", '"read a.txt"', None, "a string"),
+    ("a number", "42", None, "a number"),
+    ("null", "null", None, "null"),
+    ("an unknown type", '{"type": "run", "name": "read_file"}', None, 'unknown action type "run"'),
+    ("a type that is not a string", '{"type": 5}', None, "unknown action type 5"),
+    ("no type", '{"name": "read_file", "arguments": {}}', None, 'no "type"'),
+    ("call_tool without a name", '{"type": "call_tool", "arguments": {}}', None, '"name"'),
+    ("an empty name", '{"type": "call_tool", "name": " "}', None, '"name"'),
+    ("a name that is not a string", '{"type": "call_tool", "name": 7}', None, '"name"'),
+    ("finish without output", '{"type": "finish"}', None, '"output"'),
+    ("finish with an empty output", '{"type": "finish", "output": ""}', None, '"output"'),
+    ("finish with a null output", '{"type": "finish", "output": null}', None, '"output"'),
+    ("arguments a list", '{"type": "call_tool", "name": "f", "arguments": [1]}', None,
+     "must be an object, not a list"),
+    ("arguments a string that is not JSON",
+     '{"type": "call_tool", "name": "f", "arguments": "path=a.txt"}', None, "not JSON"),
+    ("arguments a string holding a list",
+     '{"type": "call_tool", "name": "f", "arguments": "[1]"}', None, "not a list"),
+    ("single quotes", "{'type': 'finish', 'output': 'ok'}", None, "single quotes"),
+    ("one single-quoted value", '{"type": "finish", "output": \'ok\'}', None, "single quotes"),
+    ("single quotes and a trailing comma", "{'type': 'finish', 'output': 'ok',}", None,
+     "single quotes"),
+    ("other broken JSON", '{"type": "finish" "output": "ok"}', None, "not valid JSON"),
+    ("two commas", '{"type": "finish", "output": "ok",,}', None, "not valid JSON"),
+    ("never closed", READ[:-1], None, "never closed"),
+    ("cut off mid-action", READ[:30], "length", "cut off"),
+    ("cut off, though it parses", f"{READ}\nThen I", "length", "cut off"),
+    ("a cut-off finish", finish("the whole answer"), "length", "cut off"),
+]
+
+
+@pytest.mark.parametrize(("text", "finish_reason", "words"), [c[1:] for c in REFUSED],
+                         ids=[c[0] for c in REFUSED])
+def test_the_parser_refuses_with_words_the_model_can_act_on(text, finish_reason, words):
+    with pytest.raises(FormatError) as refused:
+        parse_action(text, finish_reason)
+    assert words in str(refused.value)
+    assert isinstance(refused.value, ValueError)
+
+
+def test_a_reply_of_nothing_but_braces_is_refused_quickly_not_by_a_crash():
+    with pytest.raises(FormatError, match="never closed"):
+        parse_action("{" * 100_000)
+    with pytest.raises(FormatError):
+        parse_action("{}" * 50_000)
+
+
+# --- the way out: tools into the prompt, the history into plain messages --------------------
+
+NATIVE = [  # a history made with native tool calling: two parallel calls, then an answer
+    {"role": "system", "content": "You are a test."},
+    {"role": "user", "content": "read two"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
+        {"id": "c2", "type": "function",
+         "function": {"name": "read_file", "arguments": "{bad json"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": '{"content": "alpha"}'},
+    {"role": "tool", "tool_call_id": "c2", "content": '{"error": "bad"}'},
+    {"role": "assistant", "content": "alpha, and an error"},
+    {"role": "user", "content": "thanks"},
+]
+
+
+def test_the_system_prompt_carries_every_tool_the_format_and_an_example():
+    system = to_text_messages(NATIVE, TOOLS)[0]
+    assert system["role"] == "system" and system["content"].startswith("You are a test.")
+    for tool in TOOLS:
+        function = tool["function"]
+        assert f"{function['name']}: {function['description']}" in system["content"]
+        for name in function["parameters"]["properties"]:
+            assert f"  {name} (string, " in system["content"]
+    assert "path (string, optional)" in system["content"]  # list_files' default
+    assert '{"type": "call_tool", "name": "<tool name>"' in system["content"]
+    assert '{"type": "finish", "output":' in system["content"]
+    assert text_actions.EXAMPLE in system["content"]
+
+
+def test_native_calls_become_actions_and_tool_messages_observations_that_name_their_call():
+    sent = to_text_messages(NATIVE, TOOLS)
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user", "assistant",
+                                        "user"]
+    assert sent[2]["content"].splitlines() == [
+        '{"type": "call_tool", "name": "read_file", "arguments": {"path": "a.txt"}}',
+        '{"type": "call_tool", "name": "read_file", "arguments": "{bad json"}']
+    assert sent[3]["content"] == ('Observation from c1 (read_file):\n{"content": "alpha"}\n\n'
+                                  'Observation from c2 (read_file):\n{"error": "bad"}')
+    assert sent[4]["content"] == "alpha, and an error"
+    assert all(set(m) == {"role", "content"} for m in sent)
+
+
+def test_the_conversion_changes_nothing_in_the_history_and_is_the_same_every_time():
+    before = copy.deepcopy(NATIVE)
+    first = to_text_messages(NATIVE, TOOLS)
+    assert NATIVE == before
+    assert to_text_messages(NATIVE, TOOLS) == first
+    # a longer history begins exactly as the shorter one did (what prompt caching needs)
+    shorter = to_text_messages(NATIVE[:5], TOOLS)
+    assert first[:len(shorter)] == shorter
+
+
+def test_a_run_of_one_role_is_joined_so_roles_take_turns():
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "one"},
+               {"role": "assistant", "content": "", "tool_calls": [
+                   {"id": "c1", "type": "function",
+                    "function": {"name": "list_files", "arguments": "{}"}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "[]"},
+               {"role": "user", "content": "two"}]  # after max_turns: tool, then user
+    sent = to_text_messages(history, TOOLS)
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[-1]["content"] == "Observation from c1 (list_files):\n[]\n\ntwo"
+
+
+def test_a_history_without_a_system_message_gets_one_with_the_tools():
+    sent = to_text_messages([{"role": "user", "content": "hi"}], TOOLS)
+    assert sent[0]["role"] == "system" and "# Tools" in sent[0]["content"]
+    assert sent[1] == {"role": "user", "content": "hi"}
+
+
+def test_the_example_fits_the_tools_offered():
+    def lookup(word: str) -> dict:
+        return {"word": word}
+
+    tools = [agent.schema(lookup, "Look a word up.", word="The word.")]
+    prompt = text_actions.action_prompt(tools)
+    assert '{"type": "call_tool", "name": "lookup", "arguments": {"word": "..."}}' in prompt
+    assert "read_file" not in prompt
+    assert "you can only finish" in text_actions.action_prompt([])
+    assert "read_file" not in text_actions.action_prompt([])
+    assert text_actions.action_prompt(TOOLS, example="# My example").endswith("# My example")
+
+
+# --- the adapter over a ScriptedClient ---------------------------------------------------
+
+
+def create(steps, messages=None, **request):
+    client = ScriptedClient(steps)
+    adapter = TextActions(client)
+    messages = messages or [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    return adapter.create(model="m", messages=messages, **request), client
+
+
+def test_the_adapter_never_sends_tools_and_passes_the_rest_of_the_request_through():
+    response, client = create([reply(READ)], tools=TOOLS, tool_choice="auto",
+                              parallel_tool_calls=False, temperature=0.2)
+    sent = client.requests[0]
+    assert set(sent) == {"model", "messages", "temperature"}
+    assert sent["temperature"] == 0.2
+    assert isinstance(response, ChatCompletion)
+
+
+def test_an_action_comes_back_as_a_real_tool_call_with_the_models_text_and_extras_kept():
+    response, _ = create([reply(f"Reading.\n{READ}", reasoning_content="I should read it.")])
+    choice = response.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content == f"Reading.\n{READ}"
+    assert choice.message.reasoning_content == "I should read it."
+    (call,) = choice.message.tool_calls
+    assert (call.id, call.type, call.function.name) == ("call_1", "function", "read_file")
+    assert json.loads(call.function.arguments) == {"path": "a.txt"}
+    assert response.usage.prompt_tokens > 0 and response.model == "m"
+
+
+def test_a_finish_comes_back_with_no_call_and_a_reply_that_is_no_action_as_a_format_error():
+    done, _ = create([reply(finish("ok"))])
+    assert done.choices[0].message.tool_calls is None
+    assert done.choices[0].finish_reason == "stop"
+    bad, _ = create([reply("just words")])
+    (call,) = bad.choices[0].message.tool_calls
+    assert call.function.name == FORMAT_ERROR
+    assert json.loads(call.function.arguments) == {"problem": "there is no JSON object in your "
+                                                              "reply"}
+
+
+def test_a_model_cannot_name_the_reserved_format_error_call_itself():
+    response, _ = create([reply(action(FORMAT_ERROR, problem="nothing"))])
+    (call,) = response.choices[0].message.tool_calls
+    problem = json.loads(call.function.arguments)["problem"]
+    assert problem == f"there is no tool named {FORMAT_ERROR}"
+
+
+def test_new_call_ids_never_repeat_one_in_the_history():
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+               {"role": "assistant", "content": "", "tool_calls": [
+                   {"id": "call_2", "type": "function",
+                    "function": {"name": "list_files", "arguments": "{}"}}]},
+               {"role": "tool", "tool_call_id": "call_2", "content": "[]"}]
+    response, _ = create([reply(READ)], messages=history)
+    assert response.choices[0].message.tool_calls[0].id == "call_3"
+
+
+def test_the_adapter_refuses_to_stream_and_a_cap_below_one():
+    with pytest.raises(ValueError, match="does not stream"):
+        create([reply(READ)], stream=True)
+    with pytest.raises(ValueError, match="at least 1"):
+        TextActions(ScriptedClient([]), max_format_errors=0)
+
+
+def test_a_response_with_no_completion_is_reported_by_agent_as_before():
+    def create(**request):
+        return "<html>proxy error</html>"  # what a misconfigured proxy may send, status 200
+
+    proxy = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
+    bot = TextAgent(proxy, "m", on_event=None)
+    with pytest.raises(openai.OpenAIError, match="the server sent no completion"):
+        bot.chat("hi")
+    assert bot.stop_reason == "error"
+    assert_valid(bot)
+
+
+def test_text_agent_takes_a_ready_adapter_as_it_is():
+    adapter = TextActions(ScriptedClient([reply(finish("ok"))]), max_format_errors=5)
+    bot = TextAgent(adapter, "m", on_event=None)
+    assert bot.client is adapter and bot.chat("hi") == "ok"
+
+
+# --- TextAgent: every path, and a valid history after each --------------------------------
+
+
+def test_a_finish_ends_the_loop_with_its_output_as_the_answer():
+    bot, client, events = text_agent([reply(f"Here it is:\n```json\n{finish('alpha')}\n```")])
+    assert bot.chat("what is in a.txt?") == "alpha"
+    assert bot.stop_reason == "done" and len(client.requests) == 1
+    assert events[-1] == {"type": "agent_end", "stop_reason": "done", "answer": "alpha"}
+    assert_valid(bot)
+
+
+def test_a_call_runs_its_tool_and_the_result_comes_back_as_an_observation():
+    bot, client, _ = text_agent([
+        reply(action("edit_file", path="b.txt", old_str="", new_str="beta\n")),
+        reply(finish("made b.txt"))])
+    assert bot.chat("make b.txt") == "made b.txt"
+    assert Path("b.txt").read_text(encoding="utf-8") == "beta\n"
+    observation = client.requests[1]["messages"][-1]
+    assert observation == {"role": "user", "content": 'Observation from call_1 (edit_file):\n'
+                                                      '{"path": "b.txt", "action": "created"}'}
+    assert bot.messages[2]["tool_calls"][0]["function"]["name"] == "edit_file"
+    assert_valid(bot)
+
+
+def test_plain_text_is_not_a_finish_it_is_answered_with_a_correction():
+    bot, client, events = text_agent([reply("a.txt says alpha."),
+                                      reply(finish("a.txt says alpha."))])
+    assert bot.chat("what is in a.txt?") == "a.txt says alpha."
+    assert len(client.requests) == 2 and bot.stop_reason == "done"
+    correction = bot.messages[3]
+    assert correction["role"] == "tool" and correction["content"].startswith(
+        "there is no JSON object in your reply. Reply with exactly one JSON action")
+    assert "format error 1; the run stops at 3" in correction["content"]
+    sent = client.requests[1]["messages"]
+    assert sent[-2] == {"role": "assistant", "content": "a.txt says alpha."}  # as it wrote it
+    assert sent[-1]["content"].startswith("Your last reply was not a valid action")
+    assert not [e for e in events if e["type"].startswith("tool_execution")]  # nothing ran
+    assert_valid(bot)
+
+
+def test_what_the_parser_noted_reaches_the_model_with_the_observation():
+    bot, client, _ = text_agent([reply(f"{READ}\n{finish('guessed')}"),
+                                 reply('{"type": "finish", "output": "alpha",}')])
+    assert bot.chat("read a.txt") == "alpha"
+    observation = client.requests[1]["messages"][-1]["content"]
+    assert observation.splitlines()[0] == "Observation from call_1 (read_file):"
+    assert observation.splitlines()[-1] == (
+        "(Note on your reply: your reply held 2 actions and only the first was used; "
+        "send one action per reply.)")
+
+
+def test_natively_the_same_plain_text_would_have_ended_the_task():
+    native = Agent(ScriptedClient([reply("Let me look first."), tool_call("list_files")]), "m",
+                   on_event=None)
+    assert native.chat("look") == "Let me look first." and native.stop_reason == "done"
+    bot, client, _ = text_agent([reply("Let me look first."), reply(action("list_files")),
+                                 reply(finish("one file"))])
+    assert bot.chat("look") == "one file" and len(client.requests) == 3
+
+
+def test_the_format_error_cap_stops_the_run_with_a_reason_of_its_own():
+    bot, client, events = text_agent([reply("no."), reply("{'type': 'finish'}"), reply("")],
+                                     max_turns=10)
+    answer = bot.chat("look")
+    assert bot.stop_reason == "format_errors" and len(client.requests) == 3
+    assert answer == ("[stopped: too many replies that were not valid actions "
+                      "(max_format_errors=3); the last: your reply was empty]")
+    assert events[-1] == {"type": "agent_end", "stop_reason": "format_errors", "answer": answer}
+    kinds = [e["type"] for e in events]
+    assert kinds.count("turn_start") == kinds.count("turn_end") == 3  # every turn closed
+    assert bot.messages[-1] == {"role": "assistant", "content": ""}  # the model's last reply
+    corrections = [m["content"] for m in bot.messages if m["role"] == "tool"]
+    assert len(corrections) == 2
+    assert corrections[0].endswith("(format error 1; the run stops at 3)")
+    assert corrections[1].endswith("(format error 2; the run stops at 3)")
+    assert_valid(bot)
+
+
+def test_after_the_cap_the_same_agent_can_be_asked_again_and_counts_afresh():
+    bot, client, _ = text_agent([reply("no"), reply("no"), reply("no"),
+                                 reply("no"), reply("no"), reply(finish("ok"))])
+    bot.chat("one")
+    assert bot.stop_reason == "format_errors"
+    assert bot.chat("two") == "ok" and bot.stop_reason == "done"
+    assert len(client.requests) == 6
+    assert_valid(bot)
+
+
+def test_format_errors_apart_from_each_other_do_not_reach_the_cap():
+    bot, _, _ = text_agent([reply("no"), reply(action("list_files")), reply("no"),
+                            reply(action("list_files")), reply("no"), reply(finish("ok"))])
+    assert bot.chat("look") == "ok" and bot.stop_reason == "done"
+    assert_valid(bot)
+
+
+def test_a_cap_of_one_stops_on_the_first_bad_reply():
+    bot, client, _ = text_agent([reply("no"), reply(finish("never"))], max_format_errors=1)
+    bot.chat("look")
+    assert bot.stop_reason == "format_errors" and len(client.requests) == 1
+    assert_valid(bot)
+
+
+def test_a_cut_off_reply_runs_nothing_even_when_its_text_parses():
+    complete = action("edit_file", path="c.txt", old_str="", new_str="all of it")
+    bot, client, events = text_agent([
+        reply(f"{complete}\nAnd then I", finish_reason="length"),
+        reply(complete[:40], finish_reason="length"),
+        reply(finish("gave up"))])
+    assert bot.chat("write c.txt") == "gave up"
+    assert not Path("c.txt").exists()
+    assert not [e for e in events if e["type"] == "tool_execution_start"]
+    answers = [m["content"] for m in bot.messages if m["role"] == "tool"]
+    assert len(answers) == 2 and all("not executed" in a for a in answers)
+    ends = [e for e in events if e["type"] == "message_end"
+            and e["message"]["role"] == "assistant"]
+    assert [e["finish_reason"] for e in ends] == ["length", "length", "stop"]  # kept as sent
+    assert_valid(bot)
+
+
+def test_a_cut_off_finish_is_not_accepted_as_the_answer():
+    bot, client, _ = text_agent([reply(finish("half an ans"), finish_reason="length"),
+                                 reply(finish("the whole answer"))])
+    assert bot.chat("answer") == "the whole answer" and len(client.requests) == 2
+    assert_valid(bot)
+
+
+def test_the_cap_reached_on_a_cut_off_reply_is_a_format_errors_stop():
+    bot, _, _ = text_agent([reply("no"), reply("no"), reply(READ[:20], finish_reason="length")])
+    assert bot.chat("look").startswith("[stopped:") and bot.stop_reason == "format_errors"
+    assert_valid(bot)
+
+
+def test_max_turns_still_ends_a_run_of_valid_actions():
+    bot, _, _ = text_agent([reply(action("list_files"))] * 5, max_turns=3)
+    assert bot.chat("look").startswith("[stopped: no final answer after max_turns=3")
+    assert bot.stop_reason == "max_turns"
+    assert_valid(bot)
+
+
+def test_an_unknown_tool_or_bad_arguments_are_the_agents_errors_not_format_errors():
+    bot, _, _ = text_agent([reply(action("open_file", path="a.txt")),
+                            reply(action("read_file")),
+                            reply(action("open_file", path="a.txt")),
+                            reply(finish("ok"))])
+    assert bot.chat("open it") == "ok" and bot.stop_reason == "done"  # four replies, no cap
+    errors = [json.loads(m["content"])["error"] for m in bot.messages if m["role"] == "tool"]
+    assert errors[0].startswith("open_file: unknown tool; the tools are:")
+    assert errors[1].startswith("read_file: bad arguments: missing a required argument")
+    assert_valid(bot)
+
+
+def test_an_api_error_mid_run_leaves_a_history_the_same_agent_can_send_again():
+    def fail(messages):
+        request = httpx2.Request("POST", "http://fake.test/v1/chat/completions")
+        raise openai.APIConnectionError(request=request)
+
+    bot, _, _ = text_agent([reply(READ), fail, reply(finish("alpha"))])
+    with pytest.raises(openai.APIConnectionError):
+        bot.chat("read a.txt")
+    assert bot.stop_reason == "error"
+    assert_valid(bot)
+    assert bot.chat("again") == "alpha"
+
+
+def test_ctrl_c_in_a_tool_leaves_every_call_answered():
+    def stop(path: str) -> dict:
+        raise KeyboardInterrupt
+
+    tools = [agent.schema(stop, "stops", path="p")]
+    bot = TextAgent(ScriptedClient([reply(action("stop", path="x"))]), "m", tools=tools,
+                    registry={"stop": stop}, on_event=None)
+    with pytest.raises(KeyboardInterrupt):
+        bot.chat("go")
+    assert bot.stop_reason == "interrupted"
+    assert_valid(bot)
+
+
+# --- the real openai SDK against a server without tool calling ----------------------------
+
+BASE_URL = "http://fake.test/v1"
+
+
+class ServerWithoutTools:
+    """A chat server that knows nothing of tools: it rejects, with HTTP 400, any request with
+    tools, tool_choice or parallel_tool_calls, the tool role, tool_calls, or content that is
+    not a string. Otherwise it answers with its next step: a text, or a function of the
+    messages it was sent that returns one."""
+
+    def __init__(self, *steps):
+        self.steps, self.bodies = list(steps), []
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        assert request.url == f"{BASE_URL}/chat/completions"
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        problem = self.problem(body)
+        if problem:
+            return httpx2.Response(400, json={"error": {"message": problem,
+                                                        "type": "invalid_request_error"}})
+        step = self.steps.pop(0)
+        text, reason = step(body["messages"]) if callable(step) else step
+        return httpx2.Response(200, json={
+            "id": f"chatcmpl-{len(self.bodies)}", "object": "chat.completion", "created": 1,
+            "model": body["model"], "usage": {"prompt_tokens": 9, "completion_tokens": 3,
+                                              "total_tokens": 12},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": reason}]})
+
+    @staticmethod
+    def problem(body: dict) -> str | None:
+        for field in ("tools", "tool_choice", "parallel_tool_calls"):
+            if field in body:
+                return f"this model does not support {field}"
+        for message in body["messages"]:
+            if message["role"] not in ("system", "user", "assistant"):
+                return f"unknown role {message['role']!r}"
+            if set(message) != {"role", "content"} or not isinstance(message["content"], str):
+                return f"a message must be role and text content, not {sorted(message)}"
+        return None
+
+    def client(self) -> openai.OpenAI:
+        return openai.OpenAI(api_key="test", base_url=BASE_URL, max_retries=0,
+                             http_client=httpx2.Client(transport=httpx2.MockTransport(
+                                 self.handler)))
+
+
+def observed(messages: list[dict], tool: str):
+    marker = f"({tool}):\n"
+    text = next(m["content"] for m in reversed(messages) if marker in m["content"])
+    return json.JSONDecoder().raw_decode(text.split(marker)[-1])[0]
+
+
+def said(text: str, reason: str = "stop"):
+    return (text, reason)
+
+
+def demo_steps() -> list:
+    """agent.demo_script()'s work, as text a model without tool calling writes."""
+    greet = 'def greet(name):\n    return f"Hello, {name}!"\n\n\nprint(greet("Pi"))\n'
+
+    def python_files(messages):
+        names = [f["name"] for f in observed(messages, "list_files")["files"]]
+        py = ", ".join(n for n in names if n.endswith(".py"))
+        return said(finish(f"The Python files here are: {py}."))
+
+    def explain(messages):
+        error = observed(messages, "read_file")["error"]
+        return said(finish(f"I could not read missing.py: the tool said {error!r}. "
+                           "It does not exist."))
+
+    return [
+        said(f"```json\n{action('edit_file', path='greet.py', old_str='', new_str=greet)}\n```"),
+        said(finish("Created greet.py with greet(name); running it prints: Hello, Pi!")),
+        said(f"First I read it. {action('read_file', path='greet.py')}"),
+        said(action("edit_file", path="greet.py", old_str='f"Hello, {name}!"',
+                    new_str='f"你好，{name}！"')),
+        said(finish("Changed the greeting to Chinese; greet(name) is unchanged.")),
+        said('{"type": "call_tool", "name": "list_files", "arguments": "{\\"path\\": \\".\\"}"}'),
+        said("The Python files here are: greet.py."),
+        python_files,
+        said(action("read_file", path="missing.py")),
+        explain,
+    ]
+
+
+def run_demo(bot: Agent, folder: Path) -> list[str]:
+    folder.mkdir()
+    before = Path.cwd()
+    try:
+        os.chdir(folder)
+        return [bot.chat(task) for task in agent.DEMO_TASKS]
+    finally:
+        os.chdir(before)
+
+
+def test_the_four_tasks_over_the_real_sdk_never_send_tools_and_match_native_calls(workspace):
+    server = ServerWithoutTools(*demo_steps())
+    text_bot = TextAgent(server.client(), "small-local-model", on_event=None)
+    native_bot = Agent(ScriptedClient(agent.demo_script()), "scripted", on_event=None)
+    text_answers = run_demo(text_bot, workspace / "text")
+    native_answers = run_demo(native_bot, workspace / "native")
+    assert text_answers == native_answers
+    assert (workspace / "text" / "greet.py").read_bytes() == \
+        (workspace / "native" / "greet.py").read_bytes()
+    assert len(server.bodies) == 10 and not server.steps
+    assert all(ServerWithoutTools.problem(body) is None for body in server.bodies)
+    assert all(body["model"] == "small-local-model" for body in server.bodies)
+    assert_valid(text_bot)
+    assert text_bot.stop_reason == "done"
+
+
+def test_the_same_server_rejects_a_native_agent_so_the_test_above_means_something():
+    server = ServerWithoutTools(said(finish("never")))
+    native = Agent(server.client(), "small-local-model", on_event=None)
+    with pytest.raises(openai.BadRequestError, match="does not support tools"):
+        native.chat("hi")
+    assert_valid(native)
+
+
+def test_over_the_real_sdk_a_cut_off_reply_and_the_cap_keep_the_history_valid():
+    server = ServerWithoutTools(said(READ[:25], "length"), said("Sure!"), said("{'x': 1}"))
+    bot = TextAgent(server.client(), "m", on_event=None)
+    bot.chat("read a.txt")
+    assert bot.stop_reason == "format_errors" and len(server.bodies) == 3
+    assert all(ServerWithoutTools.problem(body) is None for body in server.bodies)
+    assert_valid(bot)
+
+
+# --- the repeat warning, built on lesson 04's repeat guard ---------------------------------
+
+
+def run(tools: dict, name: str, **arguments):
+    try:
+        return agent.call_tool(tools, name, json.dumps(arguments))
+    except Exception as exc:
+        return exc
+
+
+def test_the_same_call_twice_in_a_row_runs_and_says_so():
+    tools = repeat_warning(TOOL_REGISTRY)
+    first, second, third = (run(tools, "read_file", path="a.txt") for _ in range(3))
+    assert first == {"path": "a.txt", "content": "alpha\n"}
+    assert second == {**first, "note": "you already did exactly this in your last action, and "
+                      "the result did not change; do something else, or finish"}
+    assert third == second
+
+
+def test_a_different_call_in_between_resets_and_defaults_count_as_the_same_call():
+    tools = repeat_warning(TOOL_REGISTRY)
+    assert "note" not in run(tools, "read_file", path="a.txt")
+    assert "note" not in run(tools, "list_files")
+    assert "note" in run(tools, "list_files", path=".")  # the same call, by its defaults
+    assert "note" not in run(tools, "read_file", path="a.txt")
+
+
+def test_a_repeated_error_keeps_its_words_and_gets_the_note():
+    tools = repeat_warning(TOOL_REGISTRY)
+    first, second = run(tools, "read_file", path="nope.txt"), run(tools, "read_file",
+                                                                 path="nope.txt")
+    assert isinstance(first, FileNotFoundError)
+    assert isinstance(second, text_actions.RepeatedAction)
+    assert str(second).startswith("no such file: nope.txt (note: you already did exactly this")
+    assert "did not change" in str(second)
+
+
+def test_a_repeat_whose_result_changed_says_that_instead():
+    tools = repeat_warning(TOOL_REGISTRY)
+    created = run(tools, "edit_file", path="d.txt", old_str="", new_str="x")
+    again = run(tools, "edit_file", path="d.txt", old_str="", new_str="x")
+    assert created == {"path": "d.txt", "action": "created"}
+    assert again["action"] == "overwritten" and "this time the result differs" in again["note"]
+
+
+def test_stacked_on_repeat_guard_the_repeats_that_go_on_are_refused_and_not_run():
+    ran = []
+
+    def counted(path: str = ".") -> dict:
+        ran.append(path)
+        return {"files": []}
+
+    tools = repeat_warning(guards.repeat_guard({"list_files": counted}, limit=2))
+    outcomes = [run(tools, "list_files") for _ in range(3)]
+    assert "note" not in outcomes[0] and "note" in outcomes[1]
+    assert isinstance(outcomes[2], guards.RepeatedCall) and len(ran) == 2
+
+
+def test_the_warning_is_lesson_04s_repeat_guard_with_limit_one(monkeypatch):
+    made = []
+    real = guards.repeat_guard
+
+    def spy(registry, limit=3):
+        made.append(limit)
+        return real(registry, limit)
+
+    monkeypatch.setattr(guards, "repeat_guard", spy)
+    repeat_warning(TOOL_REGISTRY)
+    assert made == [1]
+
+
+def test_the_warning_keeps_signatures_and_works_for_native_calls_too():
+    tools = repeat_warning(TOOL_REGISTRY)
+    agent.check_tools(TOOLS, tools)
+    bot = Agent(ScriptedClient([tool_call("list_files"), tool_call("list_files"),
+                                reply("empty")]), "m", registry=tools, on_event=None)
+    bot.chat("look twice")
+    results = [json.loads(m["content"]) for m in bot.messages if m["role"] == "tool"]
+    assert "note" not in results[0] and "did not change" in results[1]["note"]
+    assert_valid(bot)
+
+
+# --- take it with you -------------------------------------------------------------------
+
+
+def test_the_exported_module_imports_and_wraps_a_client_beside_agent_and_guards(tmp_path):
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    (kit / "agent.py").write_bytes((ROOT / "agent.py").read_bytes())
+    (kit / "guards.py").write_text(course.export(course.notebook_path("04-guards")),
+                                   encoding="utf-8")
+    (kit / "text_actions.py").write_text(course.export(course.notebook_path("08-text-actions")),
+                                         encoding="utf-8")
+    program = (
+        "import json, text_actions\n"
+        "from agent import ScriptedClient, reply\n"
+        "act = json.dumps({'type': 'call_tool', 'name': 'list_files', 'arguments': {}})\n"
+        "done = json.dumps({'type': 'finish', 'output': 'ok'})\n"
+        "client = ScriptedClient([reply(act), reply(done)])\n"
+        "bot = text_actions.TextAgent(client, 'm', on_event=None,\n"
+        "                             registry=text_actions.repeat_warning(\n"
+        "                                 __import__('agent').TOOL_REGISTRY))\n"
+        "print(bot.chat('look'), bot.stop_reason, 'tools' in client.requests[0])\n")
+    done = subprocess.run([sys.executable, "-c", program], cwd=kit, capture_output=True,
+                          text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", "done", "False"]
