@@ -234,15 +234,15 @@ def test_awkward_places_finds_strings_escapes_and_keys_before_their_colon():
 
 
 def test_parallel_calls_are_interleaved_by_index():
-    orders = set()
+    interleaved = 0
     for seed in range(10):
         order = [d.index for c in chunks_of(CORPUS["parallel calls"][:1], seed=seed)
                  if c.choices for d in c.choices[0].delta.tool_calls or []]
-        orders.add(tuple(order) != tuple(sorted(order)))
+        interleaved += order != sorted(order)
         heads = [d.index for c in chunks_of(CORPUS["parallel calls"][:1], seed=seed)
                  if c.choices for d in c.choices[0].delta.tool_calls or [] if d.id]
         assert heads == [0, 1, 2]  # calls start in order, each with its id once
-    assert orders == {True, False} or orders == {True}
+    assert interleaved >= 5  # most seeds interleave the calls, as servers do
 
 
 @pytest.mark.parametrize("server", STYLES)
