@@ -538,6 +538,47 @@ def test_a_killed_runner_leaves_a_file_readable_up_to_its_last_line(kit, tmp_pat
     assert (folder / "killed.jsonl").read_bytes().endswith(b"\n")
 
 
+def test_ctrl_c_stops_the_runner_and_its_workers_and_says_how_to_resume(kit, tmp_path):
+    folder = tmp_path / "interrupted"
+    shutil.copytree(kit, folder)
+    command = [sys.executable, "evaluation.py", "run", "--model", "scripted", "-k", "5",
+               "--workers", "2", "-o", "r.jsonl"]
+    runner = subprocess.Popen(command, cwd=folder, env=builder_env(folder),
+                              start_new_session=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while not (folder / "r.jsonl").exists() or \
+                (folder / "r.jsonl").read_bytes().count(b"\n") < 4:  # a header and 3 runs
+            assert runner.poll() is None and time.monotonic() < deadline, runner.stderr.read()
+            time.sleep(0.02)
+        os.killpg(runner.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+        out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+    assert runner.returncode == 130 and "Traceback" not in err
+    assert err.split("\n")[-2] == ("interrupted: the runs that finished are in r.jsonl; run the "
+                                   "same command with --resume to do the rest")
+    with pytest.raises(ProcessLookupError):  # no worker of its group is left
+        os.killpg(runner.pid, 0)
+    found = ev.load_results(folder / "r.jsonl")
+    assert 3 <= len(found.runs) < 300 and found.problems[-1].endswith("(the runner stopped early?)")
+
+
+def test_two_runners_never_write_one_file(tmp_path):
+    ev.run_suite(QUICK, ["competent"], output="r.jsonl", settings=FAST, progress=None)
+    before = Path("r.jsonl").read_bytes()
+    with open("r.jsonl", "a") as other:  # another runner holds the file
+        ev.fcntl.flock(other.fileno(), ev.fcntl.LOCK_EX | ev.fcntl.LOCK_NB)
+        for resume in (False, True):
+            with pytest.raises(RuntimeError, match="another runner is writing r.jsonl"):
+                ev.run_suite(QUICK, ["competent"], output="r.jsonl", settings=FAST,
+                             progress=None, resume=resume)
+    assert Path("r.jsonl").read_bytes() == before  # not truncated, not appended to
+
+
 # --- figures and the comparison ---------------------------------------------------------------
 
 
