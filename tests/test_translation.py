@@ -178,7 +178,8 @@ def notebooks() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
 
 
-def markdown_cells(notebook: Path) -> list[str]:
+def markdown_cells(notebook: Path) -> list[str | None]:
+    """The text of each markdown cell, None for a code cell."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     return ["".join(cell["source"]) if cell["cell_type"] == "markdown" else None
             for cell in cells]
