@@ -366,12 +366,19 @@ def make_agent_dropping_kwargs(client, tools, registry, **kwargs):
     return SOLUTIONS_02.make_agent(client, tools, registry)
 
 
+def make_agent_ignoring_the_registry(client, tools, registry, **kwargs):
+    names = {t["function"]["name"] for t in tools}
+    check_tools(tools, {n: f for n, f in registry.items() if n in names})
+    return Agent(client, tools=tools, registry=TOOL_REGISTRY, **kwargs)  # not the one given
+
+
 @pytest.mark.parametrize(("answer", "fails_on"), [
     (make_agent_unchecked, ["refuses a schema without a function", "refuses a renamed"]),
     (make_agent_checking_everything, ["accepts read_file and list_files",
                                       "accepts a registered function without a schema"]),
     (make_agent_skipping_subsets, ["refuses a read-only set whose one schema has drifted"]),
     (make_agent_dropping_kwargs, ["passes other keyword arguments on"]),
+    (make_agent_ignoring_the_registry, ["builds an Agent with the tools and the registry"]),
 ], ids=lambda value: getattr(value, "__name__", "")[:40])
 def test_02_5_catches(answer, fails_on):
     assert_fails_on(course.check("02.5", answer), *fails_on)
