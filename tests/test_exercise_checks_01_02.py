@@ -125,6 +125,27 @@ def test_01_1_the_old_hint_left_exactly_four_cases_different():
     assert len(failing(report)) == 4, repr(report)
 
 
+def steps_1_4_and_5_only(path, old_str, new_str):
+    """The lesson's hint without steps 2 and 3: still read_text, no folder check, no mkdir."""
+    file = Path(path)
+    if not old_str:
+        file.write_bytes(new_str.encode("utf-8"))
+        return {"path": path, "action": "created_file"}
+    original = file.read_text(encoding="utf-8")
+    found = occurrences(original, old_str)
+    if found != 1:
+        raise ValueError(f"old_str must occur exactly once in {path}, found {found}")
+    file.write_bytes(original.replace(old_str, new_str, 1).encode("utf-8"))
+    return {"path": path, "action": "edited"}
+
+
+def test_01_1_steps_1_4_and_5_leave_five_cases_different_as_the_lesson_says():
+    report = course.check("01.1", steps_1_4_and_5_only)
+    assert len(failing(report)) == 5, repr(report)
+    assert "five of the twelve cases still differ" in " ".join(
+        (ROOT / "lessons" / "01-tools.md").read_text(encoding="utf-8").split())
+
+
 # --- 01.2: find_text -------------------------------------------------------------------------
 
 
