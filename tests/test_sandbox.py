@@ -555,7 +555,9 @@ def test_a_link_deeper_than_path_max_is_refused_though_realpath_cannot_see_it(
     deep = deep_folder(lab.workspace)
     arguments = {key: value.replace("{deep}", deep) for key, value in arguments.items()}
     assert len(str(lab.workspace)) + len(arguments["path"]) > os.pathconf("/", "PC_PATH_MAX")
-    nb.resolve_in(lab.workspace, arguments["path"])  # the check lets it through
+    # The check lets it through (as the lesson says; if a later Python's realpath refuses it
+    # here, the lesson's paragraph on PATH_MAX is out of date).
+    nb.resolve_in(lab.workspace, arguments["path"])
     before = world(lab)
     blocked, answer = nb.attempt(lab.registry, name, **arguments)
     assert blocked, answer
