@@ -22,7 +22,7 @@ ZH = LESSONS / "zh"
 
 # English texts whose Chinese twin is still being written. This list only shrinks.
 NOT_YET_TRANSLATED: set[str] = {
-    "lessons/05-sandbox.md", "lessons/09-sessions.md", "lessons/README.md",
+    "lessons/09-sessions.md", "lessons/README.md",
 }
 
 
