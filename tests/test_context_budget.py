@@ -18,8 +18,7 @@ import types
 from itertools import count
 from pathlib import Path
 
-import course  # noqa: F401  (first: it makes `import context_budget` load the notebook's cells)
-import context_budget as cb
+import course
 import httpx2
 import openai
 import pytest
@@ -31,6 +30,7 @@ import agent
 from agent import Agent, ScriptedClient, pairing_problem, reply, step, tool_call
 
 NOTEBOOK = course.notebook_path("12-context-budget")
+cb = course.load_notebook("12-context-budget")  # the export cells: the module context_budget
 
 
 def load_scenario():
