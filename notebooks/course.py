@@ -55,8 +55,12 @@ if "course" not in sys.modules:
     places = [Path.cwd(), *Path.cwd().parents, Path(os.environ.get("AGENT_FROM_ZERO", "."))]
     found = [p / "notebooks" for p in places if (p / "notebooks" / "course.py").is_file()]
     if not found:
+        import warnings  # IPython adds "To exit: use 'exit'..." to a SystemExit: not wanted here
+
+        warnings.filterwarnings("ignore", "To exit")
         raise SystemExit("This notebook needs the course's files: open it from the notebooks/"
-                         " folder of Agent from Zero, or set AGENT_FROM_ZERO to that folder.")
+                         " folder of Agent from Zero, or set AGENT_FROM_ZERO to the folder that"
+                         " holds agent.py before starting Jupyter.")
     sys.path.insert(0, str(found[0].resolve()))
 import course  # also puts the repository on sys.path, so `import agent` works
 '''
@@ -67,12 +71,14 @@ import course  # also puts the repository on sys.path, so `import agent` works
 
 def fresh_workspace(name: str = "workspace") -> Path:
     """Create an empty temporary folder, make it the working directory, return its path.
-    It is removed when the kernel exits; the notebook says so where it is made."""
+    It is removed when the kernel exits normally (atexit: not when the kernel is killed);
+    the notebook says so where it is made."""
     path = Path(tempfile.mkdtemp(prefix=f"afz-{name}-")).resolve()
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     os.chdir(path)
     print(f"workspace: {path}\n(a new temporary folder, now the current directory; it is "
-          "deleted when the kernel stops, so copy out anything you want to keep)")
+          "deleted when the kernel shuts down - a killed kernel leaves it behind - so copy out "
+          "anything you want to keep)")
     return path
 
 

@@ -1,0 +1,194 @@
+"""Checks of lesson 10's coding exercises: course.check("10.k", answer) runs them."""
+
+import random
+import threading
+import time
+
+import course
+import parallel_and_steering
+
+from agent import ScriptedClient, reply, schema, to_json, tool_call
+
+
+def batch(*specs) -> list[dict]:
+    """Tool calls as a model sends them: (name, arguments) pairs, or (name, raw JSON text)."""
+    calls = []
+    for n, (name, arguments) in enumerate(specs, 1):
+        text = arguments if isinstance(arguments, str) else to_json(arguments)
+        calls.append({"id": f"call_{n}", "type": "function",
+                      "function": {"name": name, "arguments": text}})
+    return calls
+
+
+def ids(groups) -> list[list[int]]:
+    return [[int(call["id"].split("_")[1]) for call in group] for group in groups]
+
+
+def edit(path):
+    return ("edit_file", {"path": path, "old_str": "", "new_str": f"{path}\n"})
+
+
+def read(path):
+    return ("read_file", {"path": path})
+
+
+@course.exercise("10.1", "writes to different files run together, writes to one file do not")
+def _(t, ByFile):
+    bot = ByFile(ScriptedClient([]), "scripted", on_event=None)
+
+    def grouped(*specs):
+        return ids(bot.groups(batch(*specs)))
+
+    with t.case("edit_file calls on three different files form one group"):
+        found = grouped(edit("a.txt"), edit("b.txt"), edit("c.txt"))
+        assert found == [[1, 2, 3]], f"the groups were {found}"
+    with t.case("a second write to the same file starts a new group, however it is spelled"):
+        found = grouped(edit("a.txt"), edit("a.txt"))
+        assert found == [[1], [2]], f"two writes to a.txt gave {found}"
+        found = grouped(edit("a.txt"), edit("./a.txt"))
+        assert found == [[1], [2]], f"a.txt and ./a.txt gave {found}"
+    with t.case("a read and a write of one file never share a group, in either order"):
+        found = grouped(read("a.txt"), edit("a.txt"))
+        assert found == [[1], [2]], f"read a.txt, then write it, gave {found}"
+        found = grouped(edit("a.txt"), read("a.txt"))
+        assert found == [[1], [2]], f"write a.txt, then read it, gave {found}"
+    with t.case("reads of one file share a group, and a write to another file joins them"):
+        found = grouped(read("a.txt"), read("a.txt"), edit("b.txt"), read("c.txt"))
+        assert found == [[1, 2, 3, 4]], f"the groups were {found}"
+    with t.case("run_command and a tool nobody declared stay alone"):
+        found = grouped(edit("a.txt"), ("run_command", {"command": "make"}), edit("b.txt"))
+        assert found == [[1], [2], [3]], f"write, run_command, write gave {found}"
+        found = grouped(read("a.txt"), ("mystery", {"path": "b.txt"}), read("c.txt"))
+        assert found == [[1], [2], [3]], f"read, an unknown tool, read gave {found}"
+    with t.case("a call whose arguments are not a JSON object stays alone"):
+        found = grouped(edit("a.txt"), ("edit_file", "{not json"), ("edit_file", "[1, 2]"),
+                        edit("b.txt"))
+        assert found == [[1], [2], [3], [4]], f"the groups were {found}"
+    with t.case("every call is in exactly one group, in call order"):
+        rng = random.Random(10)
+        tools = [read("a.txt"), read("b.txt"), edit("a.txt"), edit("b.txt"), edit("c.txt"),
+                 ("run_command", {"command": "ls"}), ("list_files", {"path": "."})]
+        for _ in range(50):
+            calls = batch(*rng.choices(tools, k=rng.randint(1, 8)))
+            flat = [call["id"] for group in bot.groups(calls) for call in group]
+            assert flat == [call["id"] for call in calls], f"{flat} for {len(calls)} calls"
+    with t.case("two writes to different files really run at the same time"):
+        meet = threading.Barrier(2, timeout=3)  # passes only if both writes are running at once
+
+        def edit_file(path: str, old_str: str, new_str: str) -> dict:
+            meet.wait()
+            return {"path": path, "action": "created"}
+
+        writer = ByFile(ScriptedClient([[tool_call("edit_file", path="x.txt", old_str="",
+                                                   new_str="x"),
+                                         tool_call("edit_file", path="y.txt", old_str="",
+                                                   new_str="y")], reply("done")]),
+                        "scripted", registry={"edit_file": edit_file},
+                        tools=[schema(edit_file, "Write a file.", path="", old_str="",
+                                      new_str="")], on_event=None)
+        writer.chat("write two files")
+        results = [m["content"] for m in writer.messages if m["role"] == "tool"]
+        assert all("created" in r for r in results), \
+            f"the writes did not meet: they ran one after another ({results[0][:60]})"
+
+
+def waiting_tool(bot, seconds):
+    """A tool that waits `seconds`, or until the run of `bot` is aborted."""
+    def wait_a_while() -> dict:
+        return {"aborted": bot.abort_signal.wait(seconds)}
+    return [schema(wait_a_while, "Wait.")], {"wait_a_while": wait_a_while}
+
+
+def waiting_agent(seconds):
+    steps = [tool_call("wait_a_while"), reply("waited")]
+    bot = parallel_and_steering.SteerableAgent(ScriptedClient(steps), "scripted", on_event=None)
+    bot.tools, bot.registry = waiting_tool(bot, seconds)
+    return bot
+
+
+@course.exercise("10.2", "a time limit for a whole run, and never for a later one")
+def _(t, deadline):
+    with t.case("a run that ends in time is not aborted"):
+        bot = parallel_and_steering.SteerableAgent(ScriptedClient([reply("quick")]), "scripted",
+                                                   on_event=None)
+        with deadline(bot, 5):
+            bot.chat("hello")
+        assert bot.stop_reason == "done", f"stop_reason was {bot.stop_reason!r}"
+    with t.case("a run still going at the deadline is aborted, at the deadline"):
+        bot = waiting_agent(10)
+        started = time.monotonic()
+        with deadline(bot, 0.1):
+            bot.chat("wait")
+        took = time.monotonic() - started
+        assert bot.stop_reason == "aborted", f"stop_reason was {bot.stop_reason!r}"
+        assert took < 5, f"the run took {took:.1f} s with a deadline of 0.1 s"
+    with t.case("when the block has ended, nothing is left that could abort a later run"):
+        bot = waiting_agent(0.6)
+        with deadline(bot, 0.2):
+            pass
+        bot.chat("wait")
+        assert bot.stop_reason == "done", \
+            f"a later run was {bot.stop_reason!r}: the timer was still running"
+    with t.case("the same holds when the block ends with an exception"):
+        bot = waiting_agent(0.6)
+        try:
+            with deadline(bot, 0.2):
+                raise KeyError("the block failed")
+        except KeyError:
+            pass
+        bot.chat("wait")
+        assert bot.stop_reason == "done", \
+            f"a later run was {bot.stop_reason!r}: the timer outlived the failed block"
+
+
+@course.exercise("10.3", "every queued follow-up at once, steering still first")
+def _(t, AllAtOnce):
+    def user_messages(bot):
+        return [m["content"] for m in bot.messages if m["role"] == "user"]
+
+    with t.case("three queued follow-ups become one message, in order, a blank line apart"):
+        bot = AllAtOnce(ScriptedClient([reply("one"), reply("all three")]), "scripted",
+                        on_event=None)
+        for text in ["Then a.", "Then b.", "Then c."]:
+            bot.follow_up(text)
+        bot.chat("First the task.")
+        found = user_messages(bot)
+        assert found == ["First the task.", "Then a.\n\nThen b.\n\nThen c."], \
+            f"the user messages were {found}"
+    with t.case("it is still one run: one agent_start, one agent_end"):
+        events = []
+        bot = AllAtOnce(ScriptedClient([reply("one"), reply("both")]), "scripted",
+                        on_event=events.append)
+        bot.follow_up("Then a.")
+        bot.follow_up("Then b.")
+        bot.chat("task")
+        kinds = [e["type"] for e in events]
+        assert (kinds.count("agent_start"), kinds.count("agent_end")) == (1, 1), \
+            f"{kinds.count('agent_start')} agent_start and {kinds.count('agent_end')} agent_end"
+    with t.case("steering that came too late for the last turn still comes first, alone"):
+        bot = None
+
+        def answer_and_hear_more(messages):
+            bot.steer("Wait, one correction.")  # the user types while the model answers
+            return reply("one")
+
+        bot = AllAtOnce(ScriptedClient([answer_and_hear_more, reply("corrected"),
+                                        reply("both")]), "scripted", on_event=None)
+        bot.follow_up("Then a.")
+        bot.follow_up("Then b.")
+        bot.chat("task")
+        found = user_messages(bot)
+        assert found == ["task", "Wait, one correction.", "Then a.\n\nThen b."], \
+            f"the user messages were {found}"
+    with t.case("with nothing queued it returns None, and taking empties the queue"):
+        bot = AllAtOnce(ScriptedClient([]), "scripted", on_event=None)
+        assert bot.next_message() is None, f"with nothing queued: {bot.next_message()!r}"
+        bot.follow_up("x")
+        bot.follow_up("y")
+        assert bot.next_message() == "x\n\ny" and bot.next_message() is None, \
+            "the follow-ups were not all taken at once"
+    with t.case("a single follow-up is unchanged"):
+        bot = AllAtOnce(ScriptedClient([]), "scripted", on_event=None)
+        bot.follow_up("Only this.")
+        found = bot.next_message()
+        assert found == "Only this.", f"one follow-up came out as {found!r}"
