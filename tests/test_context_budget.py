@@ -433,6 +433,16 @@ def test_request_messages_changes_nothing_and_is_the_history_without_a_compactio
     assert bot.request_messages() == bot.messages
 
 
+def test_a_summary_for_messages_the_history_does_not_have_is_refused_with_a_sentence():
+    bot = cb.CompactingAgent(ScriptedClient([]), "m", on_event=None)
+    bot.messages = long_history(turns=4)
+    bot.compaction = cb.Compaction("notes", end=8, kept=(1,))
+    assert len(bot.request_messages()) == 5  # system, task, notes, the last call and result
+    bot.messages = long_history(turns=2)  # e.g. a branch switch, and no restore_compaction
+    with pytest.raises(ValueError, match="restore_compaction"):
+        bot.request_messages()
+
+
 def test_the_summary_stands_in_for_exactly_the_messages_it_covers():
     history = long_history(turns=4)
     compaction = cb.Compaction("the notes", end=6, kept=(1,))
