@@ -56,8 +56,12 @@ if "course" not in sys.modules:
     places = [Path.cwd(), *Path.cwd().parents, Path(os.environ.get("AGENT_FROM_ZERO", "."))]
     found = [p / "notebooks" for p in places if (p / "notebooks" / "course.py").is_file()]
     if not found:
+        import warnings  # IPython adds "To exit: use 'exit'..." to a SystemExit: not wanted here
+
+        warnings.filterwarnings("ignore", "To exit")
         raise SystemExit("This notebook needs the course's files: open it from the notebooks/"
-                         " folder of Agent from Zero, or set AGENT_FROM_ZERO to that folder.")
+                         " folder of Agent from Zero, or set AGENT_FROM_ZERO to the folder that"
+                         " holds agent.py before starting Jupyter.")
     sys.path.insert(0, str(found[0].resolve()))
 import course  # also puts the repository on sys.path, so `import agent` works
 '''

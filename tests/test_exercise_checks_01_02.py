@@ -125,6 +125,27 @@ def test_01_1_the_old_hint_left_exactly_four_cases_different():
     assert len(failing(report)) == 4, repr(report)
 
 
+def steps_1_4_and_5_only(path, old_str, new_str):
+    """The lesson's hint without steps 2 and 3: still read_text, no folder check, no mkdir."""
+    file = Path(path)
+    if not old_str:
+        file.write_bytes(new_str.encode("utf-8"))
+        return {"path": path, "action": "created_file"}
+    original = file.read_text(encoding="utf-8")
+    found = occurrences(original, old_str)
+    if found != 1:
+        raise ValueError(f"old_str must occur exactly once in {path}, found {found}")
+    file.write_bytes(original.replace(old_str, new_str, 1).encode("utf-8"))
+    return {"path": path, "action": "edited"}
+
+
+def test_01_1_steps_1_4_and_5_leave_five_cases_different_as_the_lesson_says():
+    report = course.check("01.1", steps_1_4_and_5_only)
+    assert len(failing(report)) == 5, repr(report)
+    assert "five of the twelve cases still differ" in " ".join(
+        (ROOT / "lessons" / "01-tools.md").read_text(encoding="utf-8").split())
+
+
 # --- 01.2: find_text -------------------------------------------------------------------------
 
 
@@ -366,12 +387,19 @@ def make_agent_dropping_kwargs(client, tools, registry, **kwargs):
     return SOLUTIONS_02.make_agent(client, tools, registry)
 
 
+def make_agent_ignoring_the_registry(client, tools, registry, **kwargs):
+    names = {t["function"]["name"] for t in tools}
+    check_tools(tools, {n: f for n, f in registry.items() if n in names})
+    return Agent(client, tools=tools, registry=TOOL_REGISTRY, **kwargs)  # not the one given
+
+
 @pytest.mark.parametrize(("answer", "fails_on"), [
     (make_agent_unchecked, ["refuses a schema without a function", "refuses a renamed"]),
     (make_agent_checking_everything, ["accepts read_file and list_files",
                                       "accepts a registered function without a schema"]),
     (make_agent_skipping_subsets, ["refuses a read-only set whose one schema has drifted"]),
     (make_agent_dropping_kwargs, ["passes other keyword arguments on"]),
+    (make_agent_ignoring_the_registry, ["builds an Agent with the tools and the registry"]),
 ], ids=lambda value: getattr(value, "__name__", "")[:40])
 def test_02_5_catches(answer, fails_on):
     assert_fails_on(course.check("02.5", answer), *fails_on)

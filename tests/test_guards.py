@@ -463,3 +463,36 @@ print("ok", EditRefused.__module__, RepeatedCall.__module__)
                          capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "ok guards guards"
+
+
+def test_check_04_1_catches_a_failed_call_that_does_not_reset_the_refusal_count():
+    # The hint says "any call that is not refused resets the count"; a guard that resets only
+    # after a successful call stops the run where the model was refused once.
+    import course
+    import guards
+
+    class StopAgent(BaseException):
+        pass
+
+    def resetting_only_on_success(registry, limit=3, refusals=2):
+        inner, refused = guards.repeat_guard(registry, limit), {"in_a_row": 0}
+
+        def wrap(func):
+            @functools.wraps(func)
+            def guarded(*args, **kwargs):
+                try:
+                    result = func(*args, **kwargs)
+                except guards.RepeatedCall:
+                    refused["in_a_row"] += 1
+                    if refused["in_a_row"] >= refusals:
+                        raise StopAgent("stopped") from None
+                    raise
+                refused["in_a_row"] = 0
+                return result
+            return guarded
+        return {name: wrap(func) for name, func in inner.items()}
+
+    report = course.check("04.1", resetting_only_on_success, StopAgent)
+    failed = [what for ok, what, _ in report.results if not ok]
+    assert failed == ["a call that runs and fails was not refused either: it resets the count "
+                      "too"], repr(report)

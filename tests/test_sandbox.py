@@ -521,6 +521,50 @@ def test_new_folder_swapped_for_a_link_after_the_check(lab, monkeypatch):
     assert world(lab) == before
 
 
+def deep_folder(workspace: Path, depth: int = 20) -> str:
+    """Folders nested past PATH_MAX (20 x 250 bytes), made one at a time relative to the one
+    before (no path that long can be used whole), with two links at the bottom that lead out.
+    Returns the deepest folder's path inside the workspace."""
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d" * 250, dir_fd=fd)
+            inner = os.open("d" * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        up = "../" * (depth + 1)  # from the deepest folder to the lab
+        os.symlink(up + "outside/secret.txt", "out.txt", dir_fd=fd)
+        os.symlink(up + "outside", "outdir", dir_fd=fd)
+    finally:
+        os.close(fd)
+    return "/".join(["d" * 250] * depth)
+
+
+@pytest.mark.parametrize(("name", "arguments"), [
+    ("read_file", {"path": "{deep}/out.txt"}),
+    ("read_file", {"path": "{deep}/outdir/secret.txt"}),
+    ("list_files", {"path": "{deep}/outdir"}),
+    ("edit_file", create("{deep}/out.txt")),
+    ("edit_file", create("{deep}/outdir/planted.txt")),
+], ids=["read-link", "read-through-folder-link", "list-folder-link", "overwrite-link",
+        "write-through-folder-link"])
+def test_a_link_deeper_than_path_max_is_refused_though_realpath_cannot_see_it(
+        lab, name, arguments):
+    """Past PATH_MAX, realpath cannot lstat a component and quietly takes it for no link, so
+    resolve_in passes the path; open_beneath, one folder at a time with O_NOFOLLOW, refuses."""
+    deep = deep_folder(lab.workspace)
+    arguments = {key: value.replace("{deep}", deep) for key, value in arguments.items()}
+    assert len(str(lab.workspace)) + len(arguments["path"]) > os.pathconf("/", "PC_PATH_MAX")
+    # The check lets it through (as the lesson says; if a later Python's realpath refuses it
+    # here, the lesson's paragraph on PATH_MAX is out of date).
+    nb.resolve_in(lab.workspace, arguments["path"])
+    before = world(lab)
+    blocked, answer = nb.attempt(lab.registry, name, **arguments)
+    assert blocked, answer
+    assert SECRET not in answer and world(lab) == before
+    assert str(lab.root) not in answer.replace(arguments["path"], "")
+
+
 # --- Risk levels ------------------------------------------------------------------------
 
 

@@ -204,6 +204,92 @@ def test_a_key_the_agent_started_with_leaks_through_proc(workspace):
     assert "LESSON05_FAKE_LATER" not in proc["output"]  # why os.environ hides the leak
 
 
+MEMORY_READER = r"""{python} -c 'import re, sys
+found = set()
+with open(f"/proc/{{sys.argv[1]}}/mem", "rb", 0) as mem:
+    for line in open(f"/proc/{{sys.argv[1]}}/maps"):
+        where, perms = line.split()[:2]
+        if perms.startswith("rw"):
+            start, end = (int(n, 16) for n in where.split("-"))
+            try:
+                mem.seek(start)
+                data = mem.read(end - start)
+                found |= set(re.findall(rb"sk-only-in-memory-[0-9a-f]{{32}}", data))
+            except OSError:
+                pass
+print(*sorted(f.decode() for f in found))' $PPID"""
+
+AGENT_WITH_A_KEY_IN_MEMORY = r"""
+import json, os, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from course import load_notebook
+run_command = load_notebook("05-sandbox.ipynb").make_run_command(Path(sys.argv[2]), timeout=20)
+key = "sk-only-in-memory-" + os.urandom(16).hex()  # in no environment, no file: only here
+print(json.dumps([key, run_command(sys.argv[3])]))
+"""
+
+
+def ptrace_allowed() -> bool:
+    """Can a process read the memory of its parent of the same user? Yama's ptrace_scope 0
+    (or no Yama) allows it; 1 allows only a parent to read its children (root may still)."""
+    scope = Path("/proc/sys/kernel/yama/ptrace_scope")
+    level = scope.read_text().strip() if scope.exists() else "0"
+    return level == "0" or (os.geteuid() == 0 and level in ("1", "2"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists() or not ptrace_allowed(),
+                    reason="needs Linux's /proc, and a kernel that lets a process read its "
+                           "parent's memory")
+def test_a_key_only_in_the_agents_memory_leaks_where_the_kernel_allows_ptrace(workspace):
+    """The gap past /proc/<pid>/environ: the key an agent talks to its provider with is in its
+    memory, however it was loaded, and a command of the same user may read /proc/$PPID/mem."""
+    done = subprocess.run(
+        [sys.executable, "-c", AGENT_WITH_A_KEY_IN_MEMORY,
+         str(Path(__file__).parent.parent / "notebooks"), str(workspace),
+         MEMORY_READER.format(python=PYTHON)],
+        env={}, capture_output=True, text=True, timeout=60, check=True)
+    key, result = json.loads(done.stdout)
+    assert key in result["output"].split(), result
+
+
+AGENT_STOPPED_BY_ITS_COMMAND = r"""
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from course import load_notebook
+run_command = load_notebook("05-sandbox.ipynb").make_run_command(Path(sys.argv[2]),
+                                                                  timeout=0.2)
+print(run_command("kill -STOP $PPID; echo > stopped-it"), flush=True)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+def test_a_command_can_stop_the_agent_itself_and_no_timeout_helps(workspace):
+    """The shell runs as our user, so it can signal our processes: kill -STOP $PPID freezes
+    the agent, its timer with it, past the tool's timeout, until someone sends SIGCONT."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", AGENT_STOPPED_BY_ITS_COMMAND,
+         str(Path(__file__).parent.parent / "notebooks"), str(workspace)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        marker, deadline = workspace / "stopped-it", time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:  # the kill has been sent
+            time.sleep(0.01)
+        state = ""
+        while state != "T" and time.monotonic() < deadline:  # and has arrived
+            state = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            time.sleep(0.01)
+        assert state == "T"  # stopped, and it stays so: nothing inside it can run
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=1)  # five times its own timeout
+        os.kill(child.pid, signal.SIGCONT)
+        assert "exit_code" in child.communicate(timeout=30)[0]
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_double_fork_stays_in_the_group_and_is_killed(workspace):
     """killpg reaches a process whose parent has exited: a double fork keeps the group."""
     command = "sh -c '(sleep 30) >/dev/null 2>&1 & echo $!'"

@@ -77,3 +77,15 @@ def test_take_it_with_you_the_exported_loop_runs_beside_a_copy_of_agent_py(tmp_p
                          capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == "done\n"
+
+
+def test_check_03_4_passes_no_case_for_a_loop_not_written_yet():
+    # It used to run Agent only after the student's function, so when that raised, both event
+    # lists were empty and two cases per script compared [] with [] and passed.
+    import course
+
+    def bare_loop_events(client, task, system_prompt, max_turns=10, on_event=None):
+        raise NotImplementedError("your code here")
+
+    report = course.check("03.4", bare_loop_events)
+    assert not any(ok for ok, _, _ in report.results), repr(report)

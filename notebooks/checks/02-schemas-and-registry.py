@@ -220,9 +220,15 @@ def _(t, make_agent):
             raise AssertionError("it built an Agent")
 
     with t.case("builds an Agent with the tools and the registry it was given"):
-        bot = make_agent(client, TOOLS, TOOL_REGISTRY)
+        def read_file(path: str) -> dict:  # a registry of the student's own, not agent.py's
+            return agent.read_file(path)
+
+        registry = {**TOOL_REGISTRY, "read_file": read_file}
+        bot = make_agent(client, TOOLS, registry)
         assert isinstance(bot, Agent), f"it returned {short(bot)}"
         assert bot.tools == TOOLS and bot.client is client
+        assert bot.registry.get("read_file") is read_file, \
+            "the agent does not run the registry it was given (it has agent.py's read_file)"
     with t.case("passes other keyword arguments on to Agent (max_turns=3, on_event=None)"):
         bot = make_agent(client, TOOLS, TOOL_REGISTRY, max_turns=3, on_event=None)
         assert bot.max_turns == 3, f"max_turns is {bot.max_turns}"

@@ -173,10 +173,10 @@ def _(t, bare_loop_events):
                                ("a script with a failing call", lambda: failing,
                                 "Read missing.py.")]:
         theirs, ours = [], []
+        bot = agent_run(script(), task, on_event=ours.append)  # first: what Agent emits
         with t.case(f"{name}: it returns (answer, messages), the same as Agent's"):
             answer, messages = bare_loop_events(ScriptedClient(script()), task,
                                                 agent.SYSTEM_PROMPT, on_event=theirs.append)
-            bot = agent_run(script(), task, on_event=ours.append)
             assert messages == bot.messages, "the history differs from Agent's"
             assert answer == bot.messages[-1]["content"], f"it returned {answer!r}"
         with t.case(f"{name}: agent.print_event prints the same lines as for Agent"):

@@ -131,6 +131,15 @@ def _(t, stop_after_refusals, StopAgent):
         assert "stopped" not in kinds, f"the calls gave {kinds}"
         assert kinds == ["ok", "raised", "ok"] * 3, f"the calls gave {kinds}"
 
+    with t.case("a call that runs and fails was not refused either: it resets the count too"):
+        guarded = stop_after_refusals(TOOL_REGISTRY, limit=1, refusals=2)
+        kinds = [attempt(guarded, "list_files", path=".")[0],
+                 attempt(guarded, "list_files", path=".")[0],  # refused once
+                 attempt(guarded, "read_file", path="missing.py")[0],  # ran, and failed
+                 attempt(guarded, "read_file", path="missing.py")[0]]  # refused once
+        assert kinds == ["ok", "raised", "raised", "raised"], (
+            f"the calls gave {kinds}: a failed call counted as a refusal in a row")
+
     with t.case("in the loop, chat() raises StopAgent after the model read one refusal"):
         registry, ran = spied()
         bot, _, raised = run(stop_after_refusals(registry, limit=2, refusals=2), [stubborn] * 20)
