@@ -61,8 +61,9 @@ PROMPT = (sandbox.SANDBOX_PROMPT
 SHELL_PROMPT = ("\nrun_command runs a shell command in the workspace; a person approves each "
                 "one first. Use it to run the tests.")
 NO_KEY = ("No OPENAI_API_KEY is set. Export your key (for a local server such as Ollama, any "
-          "value, with OPENAI_BASE_URL pointing at it), or run offline on a scripted model: "
-          "python main.py --scripted examples/hello.json --workdir play")
+          "value, with OPENAI_BASE_URL pointing at it), or try it offline on a scripted "
+          "model: mkdir -p play && python main.py --scripted examples/hello.json --workdir "
+          "play 'Say hello'")
 
 
 # --- The command line -----------------------------------------------------------------------
