@@ -72,12 +72,14 @@ import course  # also puts the repository on sys.path, so `import agent` works
 
 def fresh_workspace(name: str = "workspace") -> Path:
     """Create an empty temporary folder, make it the working directory, return its path.
-    It is removed when the kernel exits; the notebook says so where it is made."""
+    It is removed when the kernel exits normally (atexit: not when the kernel is killed);
+    the notebook says so where it is made."""
     path = Path(tempfile.mkdtemp(prefix=f"afz-{name}-")).resolve()
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     os.chdir(path)
     print(f"workspace: {path}\n(a new temporary folder, now the current directory; it is "
-          "deleted when the kernel stops, so copy out anything you want to keep)")
+          "deleted when the kernel shuts down - a killed kernel leaves it behind - so copy out "
+          "anything you want to keep)")
     return path
 
 

@@ -115,6 +115,18 @@ def test_a_policy_that_fails_writes_nothing():
     assert not Path("new.txt").exists()
 
 
+@pytest.mark.parametrize("answer", [nb.Decision("not today"), nb.Decision(1), None, "no",
+                                    (True, ""), 1], ids=repr)
+def test_a_policy_answer_that_is_no_decision_writes_nothing(answer):
+    # Decision("not today") is truthy: read as a decision, it would approve.
+    write("keep.txt", "keep\n")
+    read, edit = gated(lambda path, diff: answer)
+    read("keep.txt")
+    with pytest.raises(TypeError, match="a policy must answer True, False or a Decision"):
+        edit("keep.txt", "keep", "lost")
+    assert Path("keep.txt").read_text(encoding="utf-8") == "keep\n"
+
+
 # --- the version check --------------------------------------------------------------------------
 
 

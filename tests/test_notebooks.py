@@ -75,7 +75,8 @@ def test_the_workspace_says_where_it_is_and_that_it_is_temporary(capsys):
         path = course.fresh_workspace("test")
         said = capsys.readouterr().out
         assert Path.cwd() == path and not any(path.iterdir())
-        assert str(path) in said and "temporary" in said and "deleted when the kernel stops" in said
+        assert str(path) in said and "temporary" in said
+        assert "deleted when the kernel shuts down" in said and "killed kernel" in said
     finally:
         os.chdir(before)
 

@@ -237,6 +237,52 @@ def test_a_session_that_cannot_be_written_stops_the_run_and_refuses_more(monkeyp
     session.close()
 
 
+@pytest.mark.parametrize("when", ["before the write", "after the fsync"])
+def test_ctrl_c_in_the_middle_of_a_write_leaves_a_session_that_loads_and_resumes(monkeypatch,
+                                                                                  when):
+    # Ctrl-C arrives while the tool_start line is written: Python raises KeyboardInterrupt at
+    # the next bytecode, before or after the line reached the file. Giving out that line's id
+    # again (to the answer agent.py adds, or to the stop) would make two entries one id, and a
+    # session that no longer loads.
+    real_fsync = os.fsync
+
+    def ctrl_c_after_fsync(fd):
+        real_fsync(fd)
+        raise KeyboardInterrupt
+
+    class CtrlCBeforeToolStart:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def write(self, data):
+            if b'"tool_start"' in data:
+                raise KeyboardInterrupt
+            return real.write(data)
+
+    bot = Agent(ScriptedClient([tool_call("list_files"), reply("done")]), on_event=None)
+    session = sessions.new_session("s.jsonl")
+    sessions.record(session, bot)
+    real = session._file
+    with monkeypatch.context() as patch:
+        if when == "after the fsync":
+            patch.setattr(os, "fsync", ctrl_c_after_fsync)
+        else:
+            patch.setattr(session, "_file", CtrlCBeforeToolStart())
+        with pytest.raises(KeyboardInterrupt):
+            bot.chat("go")
+    assert bot.stop_reason == "interrupted"
+    session.close()
+    with sessions.open_session("s.jsonl") as again:  # it loads: every id is used once
+        assert again.problems == []
+        resumed = Agent(ScriptedClient([reply("went on")]), on_event=None)
+        sessions.resume(again, resumed)
+        resumed.chat("go on")
+    assert_history_valid(resumed.messages)
+    answers = [m["content"] for m in resumed.messages if m["role"] == "tool"]
+    started = when == "after the fsync"  # its tool_start is in the file: it may have run
+    assert answers == [agent.error_json(agent.INTERRUPTED if started else agent.NOT_RUN)]
+
+
 # --- recording: its rules ---------------------------------------------------------------------
 
 

@@ -247,6 +247,16 @@ def test_redact_leaves_no_half_of_an_escaped_secret():
         "a": ["[redacted S]", "'[redacted S]'"]}
 
 
+@pytest.mark.parametrize("order", ["short first", "long first"])
+def test_a_secret_that_holds_another_is_redacted_whole_whatever_their_order(order):
+    password, url = "hunter2-xyz", "postgres://app:hunter2-xyz@db.internal:5432/orders"
+    secrets = {"DB_PASSWORD": password, "DB_SECRET": url}
+    if order == "long first":
+        secrets = dict(reversed(secrets.items()))
+    text = json.dumps({"content": f"DB_SECRET={url}"})
+    assert nb.redact(text, secrets) == '{"content": "DB_SECRET=[redacted DB_SECRET]"}'
+
+
 def test_which_environment_variables_count_as_secrets():
     environ = {"OPENAI_API_KEY": "ollama", "GITHUB_TOKEN": "t" * 20, "DB_PASSWORD": "p" * 12,
                "AWS_SECRET_ACCESS_KEY": "a" * 40, "hf_token": "h" * 30,
