@@ -15,8 +15,9 @@ What it wires together, each from its lesson's module beside this file:
                               it, after a crash too
   parallel_and_steering (10)  reads of one batch run at the same time (--no-parallel)
   streaming (11)              replies are shown as they are written (--no-stream)
-  context_budget (12)         old tool results are elided and old turns summarised in what is
-                              sent, never in the session (--no-compact)
+  context_budget (12)         a request the server refuses as too long is sent again with the
+                              oldest turns summarised; --budget and --elide-after compact before
+                              that (--no-compact). The session always keeps the whole history
   text_actions (08)           --text-actions: for a model without tool calling
 A module marked with a flag may be deleted: main.py then runs without it (--help says so).
 """
@@ -102,7 +103,14 @@ def parse_args(argv):
     parser.add_argument("--no-stream", action="store_true",
                         help="ask for whole replies (for a server that cannot stream)")
     parser.add_argument("--no-compact", action="store_true",
-                        help="send the whole history every time, however long it gets")
+                        help="send the whole history every time, even after the server said it "
+                        "is too long (then the task stops with an error)")
+    parser.add_argument("--budget", metavar="TOKENS", type=agent.positive_int,
+                        help="summarise the oldest turns whenever the request would be longer "
+                        "than about TOKENS (default: only when the server refuses one)")
+    parser.add_argument("--elide-after", metavar="TURNS", type=agent.positive_int,
+                        help="send long tool results older than TURNS turns as a short note "
+                        "saying how to get them back (default: always whole)")
     parser.add_argument("--text-actions", action="store_true",
                         help="for a model without tool calling: it replies with JSON actions "
                         "in its text (lesson 08); replies are not streamed")
@@ -114,6 +122,9 @@ def parse_args(argv):
         parser.error(f"--workdir {args.workdir}: no such folder")
     if args.resume and not Path(args.resume).is_file():
         parser.error(f"--resume {args.resume}: no such session file")
+    if (args.budget or args.elide_after) and (args.no_compact or context_budget is None):
+        parser.error("--budget and --elide-after compact the history: they need "
+                     "context_budget.py, and no --no-compact")
     if args.text_actions and text_actions is None:
         parser.error("--text-actions needs text_actions.py and guards.py beside main.py")
     for flag in ("sessions", "traces"):
@@ -292,7 +303,8 @@ def main(argv=None) -> int:
 
 def run(args, session: sessions.Session) -> int:
     for problem in session.problems:  # a torn last line, say: loaded, and said
-        say(f"session: {problem}")
+        if not (compacting(args) and "of type 'compaction'" in problem):  # read below
+            say(f"session: {problem}")
     workdir = args.workdir or recorded_workspace(session) or "."
     if not Path(workdir).is_dir():
         say(f"main.py: the session worked in {workdir}, which is gone; give --workdir")
@@ -300,7 +312,26 @@ def run(args, session: sessions.Session) -> int:
     root = Path(os.path.realpath(workdir))
     if recorded_workspace(session) != str(root):
         session.append("note", text=f"main.py works in {root}", workspace=str(root))
+    bot, tracer = make_agent(args, session, root)
+    try:
+        go_on_with(session, bot, args)
+    except ValueError as exc:  # a compaction entry that does not fit its branch
+        say(f"main.py: {exc}")
+        return 1
+    say(f"workspace: {shown(root)}   session: {shown(session.path)}", args.quiet)
+    try:
+        return converse(bot, args, tracer)
+    finally:
+        say(f"go on with: python {shown(HERE / 'main.py')} --resume {shown(session.path)}",
+            args.quiet)
 
+
+def compacting(args) -> bool:
+    return context_budget is not None and not args.no_compact
+
+
+def make_agent(args, session: sessions.Session, root: Path):
+    """The agent, its tools in root, its events shown, traced (and recorded: go_on_with)."""
     shell = not args.no_shell
     streamed = not args.text_actions and streaming is not None and not args.no_stream
     tools, registry = make_tools(root, session, shell)
@@ -311,23 +342,29 @@ def run(args, session: sessions.Session) -> int:
     options = {"tools": tools, "registry": registry, "max_turns": args.max_turns,
                "system_prompt": PROMPT + (SHELL_PROMPT if shell else ""),
                "on_event": agent.fan_out(*view, tracer)}
+    if compacting(args):  # without a budget, it summarises only when a request is refused
+        options.update(budget=args.budget, elide_after=args.elide_after)
+        if args.budget:
+            options["keep_recent"] = args.budget // 4  # tokens of the latest turns kept whole
     client = make_client(args, streamed, session.messages())
-    bot = agent_class(args)(client, model, **options)
+    return agent_class(args)(client, model, **options), tracer
 
+
+def go_on_with(session: sessions.Session, bot, args) -> None:
+    """Record bot's runs in the session: a new one from the start; one with a conversation
+    from its current branch, after repairing what a crash left open (sessions.resume)."""
     if session.messages():
         open_calls = sessions.open_calls(session.path_to())
         sessions.resume(session, bot)
+        if compacting(args):  # the summary it had, so its next request is the one it would
+            context_budget.restore_compaction(session, bot)  # have sent
         say(f"resumed {shown(session.path)}: {len(bot.messages)} messages"
             + (f", {len(open_calls)} call(s) left open by a crash answered as interrupted"
                if open_calls else ""), args.quiet)
     else:
         sessions.record(session, bot)
-    say(f"workspace: {shown(root)}   session: {shown(session.path)}", args.quiet)
-    try:
-        return converse(bot, args, tracer)
-    finally:
-        say(f"go on with: python {shown(HERE / 'main.py')} --resume {shown(session.path)}",
-            args.quiet)
+    if compacting(args):
+        context_budget.record_compactions(session, bot)
 
 
 def converse(bot, args, tracer) -> int:

@@ -234,6 +234,87 @@ def test_a_script_that_runs_out_is_a_message_and_status_1(kit):
     assert agent.pairing_problem(only_session(kit.tmp).messages()) is None
 
 
+# --- Compaction (lesson 12) -------------------------------------------------------------------
+
+needs_compaction = pytest.mark.skipif(main.context_budget is None,
+                                      reason="context_budget.py is not in this kit")
+
+
+class Clients(list):
+    """Every client main.py made, to look at what was sent (client.requests)."""
+    window = None  # tokens: when set, each client sits behind a server with that window
+
+
+@pytest.fixture
+def clients(monkeypatch):
+    made, real = Clients(), main.make_client
+
+    def make_client(*args):
+        client = real(*args)
+        made.append(client)
+        if made.window:  # lesson 12's offline server that refuses a request too long for it
+            return main.context_budget.with_context_window(client, made.window)
+        return client
+
+    monkeypatch.setattr(main, "make_client", make_client)
+    return made
+
+
+def two_reads(kit, size=6_000):
+    (kit.work / "a.txt").write_text("a" * size)
+    (kit.work / "b.txt").write_text("b" * size)
+    return [{"calls": [call("read_file", path="a.txt")]},
+            {"calls": [call("read_file", path="b.txt")]}]
+
+
+@needs_compaction
+def test_a_request_the_server_refuses_as_too_long_is_summarised_and_sent_again(kit, clients):
+    clients.window = 3_000  # tokens: the third request, with both files, is over it
+    steps = [*two_reads(kit), {"content": "a.txt holds 6,000 a's."}, {"content": "Done."}]
+    code, out, err = kit(*steps)  # step 3 is the summary the scripted model writes
+    assert code == 0, err
+    session = only_session(kit.tmp)
+    [compaction] = [e for e in session.path_to() if e["type"] == "compaction"]
+    assert compaction["summary"] == "a.txt holds 6,000 a's."
+    messages = session.messages()  # the whole history, as it was: lossless
+    assert "a" * 6_000 in messages[3]["content"] and messages[-1]["content"] == "Done."
+    sent = clients[0].requests[-1]["messages"]
+    assert "a" * 6_000 not in json.dumps(sent) and "a.txt holds 6,000 a's." in json.dumps(sent)
+    assert agent.pairing_problem(sent) is None
+
+
+@needs_compaction
+def test_without_compaction_the_refused_request_stops_the_task_with_a_message(kit, clients):
+    clients.window = 3_000
+    code, out, err = kit(*two_reads(kit), {"content": "unused"}, flags=["--no-compact"])
+    assert code == 1 and "maximum context length" in err
+    assert agent.pairing_problem(only_session(kit.tmp).messages()) is None
+
+
+@needs_compaction
+def test_elide_after_sends_old_long_results_as_a_note_and_keeps_them_whole(kit, clients):
+    steps = [*two_reads(kit, 1_000), {"content": "Read both."}]
+    assert kit(*steps, flags=["--elide-after", "1"])[0] == 0
+    sent = clients[0].requests[-1]["messages"]
+    assert sent[3]["content"].startswith("[elided: the result of read_file")
+    assert "b" * 1_000 in sent[5]["content"]  # the latest turn's result is whole
+    assert "a" * 1_000 in only_session(kit.tmp).messages()[3]["content"]
+
+
+@needs_compaction
+def test_a_budget_summarises_before_sending_and_resume_brings_the_summary_back(kit, clients):
+    steps = [*two_reads(kit), {"content": "Notes: a.txt is all a's."}, {"content": "Done."}]
+    code, out, err = kit(*steps, flags=["--budget", "2500"])
+    assert code == 0, err
+    assert "Notes: a.txt is all a's." in json.dumps(clients[0].requests[-1]["messages"])
+    path = next((kit.tmp / "sessions").iterdir())
+    code, out, err = kit({"content": "Still done."}, flags=["--resume", str(path)])
+    assert code == 0, err
+    assert "compaction" not in err  # lesson 12's entries are read, not reported as unknown
+    first = clients[1].requests[0]["messages"]
+    assert "Notes: a.txt is all a's." in json.dumps(first) and "a" * 6_000 not in json.dumps(first)
+
+
 # --- In a process of its own --------------------------------------------------------------------
 
 
