@@ -527,7 +527,9 @@ def kit_files() -> tuple[dict[str, str], list[str]]:
             wanted += sorted(_imported(files[f"{name}.py"]) & set(exported))
     for path in sorted(KIT.rglob("*")):
         name = path.relative_to(KIT).as_posix()
-        if path.is_file() and name not in NOT_COPIED and "__pycache__" not in path.parts:
+        skipped = [part for part in path.relative_to(KIT).parts
+                   if part.startswith(".") or part == "__pycache__"]  # caches, editors' files
+        if path.is_file() and name not in NOT_COPIED and not skipped:
             files[name] = path.read_text(encoding="utf-8")
     return files, left_out
 
@@ -653,8 +655,8 @@ def _build_command(args) -> int:
     for name in written:
         print(folder / name)
     if left_out:
-        print("Left out, not written yet: " + ", ".join(left_out) + ". main.py runs without "
-              "them; build again once they are.")
+        print("Left out, not written yet: " + ", ".join(left_out) + ". main.py turns off what "
+              "needs them (python main.py --help says what); build again once they are.")
     print(f"\nA project of its own. Next: cd {folder}, then follow its README.md (set up, run "
           "offline, run its tests).")
     return 0

@@ -153,10 +153,14 @@ def in_try(tree, node) -> bool:
 
 
 def test_the_kit_s_own_tests_pass_in_it(kit):
-    done = subprocess.run([sys.executable, "-E", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+    # no:nbval, no:xdist: plugins of the course's environment, which a kit does not install
+    done = subprocess.run([sys.executable, "-E", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:nbval", "-p", "no:xdist"],
                           cwd=kit, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert re.search(r"\d+ passed", done.stdout) and "skipped" not in done.stdout
+    assert re.search(r"\d+ passed", done.stdout)
+    if all((kit / f"{name}.py").exists() for name in course.KIT_LESSONS.values()):
+        assert "skipped" not in done.stdout  # a test may skip only for a lesson left out
 
 
 def test_main_creates_and_edits_a_file_approved_on_stdin_traced_and_recorded(kit, tmp_path):
