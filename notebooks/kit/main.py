@@ -11,6 +11,7 @@ What it wires together, each from its lesson's module beside this file:
   diff_approval (06)          every edit is shown as a diff and asked y/N at the terminal; so is
                               every shell command (a command could change files unasked)
   tracing (07)                every run (one task) writes its own trace file
+  text_actions (08)           --text-actions: for a model without tool calling
   sessions (09)               the conversation is recorded as it happens; --resume goes on with
                               it, after a crash too
   parallel_and_steering (10)  reads of one batch run at the same time (--no-parallel)
@@ -18,7 +19,6 @@ What it wires together, each from its lesson's module beside this file:
   context_budget (12)         a request the server refuses as too long is sent again with the
                               oldest turns summarised; --budget and --elide-after compact before
                               that (--no-compact). The session always keeps the whole history
-  text_actions (08)           --text-actions: for a model without tool calling
 A module marked with a flag may be deleted: main.py then runs without it (--help says so).
 """
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
 import os
 import sys
@@ -70,11 +71,13 @@ NO_KEY = ("No OPENAI_API_KEY is set. Export your key (for a local server such as
 # --- The command line -----------------------------------------------------------------------
 
 
+OPTIONAL = {"streaming": "streaming", "parallel_and_steering": "parallel reads",
+            "context_budget": "compaction", "text_actions": "--text-actions"}
+
+
 def parse_args(argv):
-    missing = [f"{name}.py ({what})" for name, what in
-               [("streaming", "streaming"), ("parallel_and_steering", "parallel reads"),
-                ("context_budget", "compaction"), ("text_actions", "--text-actions")]
-               if globals()[name] is None]
+    missing = [f"{name}.py ({what})" for name, what in OPTIONAL.items()
+               if globals()[name] is None]  # the module, or None (optional(), above)
     parser = argparse.ArgumentParser(
         prog="main.py", description="A coding agent with a sandbox, diff approval, traces and "
         "sessions. Without a task, starts an interactive session.",
@@ -192,9 +195,10 @@ def make_client(args, streamed: bool, history: list[dict]):
     return client
 
 
-def ask_command(what: str, command: str) -> diff_approval.Decision:
-    """The shell's terminal policy, as ask_terminal is the edits': show the command, ask y/N.
-    Only y (or yes) approves; words typed instead of n are the reason the model reads."""
+def ask_command(label: str, command: str) -> diff_approval.Decision:
+    """The shell's terminal policy, as ask_terminal is the edits' (and called alike: a label,
+    then what to show): show the command, ask y/N. Only y (or yes) approves; words typed
+    instead of n are the reason the model reads."""
     print(f"$ {diff_approval.visible(command)}")
     try:
         answer = input("run this command in the workspace? [y/N, or say why not] ").strip()
@@ -253,16 +257,15 @@ def agent_class(args) -> type:
 
 
 def start_session(folder: Path) -> sessions.Session:
-    """A new session file named after the time, never one that exists."""
+    """A new session file named after the time: 20260101-120000.jsonl, or -2, -3... after it
+    when two start in the same second. (new_session never overwrites: it refuses a file that
+    appeared in between.)"""
     folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for n in range(1, 1000):
-        try:
-            return sessions.new_session(folder / f"{stamp}{'' if n == 1 else f'-{n}'}.jsonl")
-        except sessions.SessionError:
-            if n == 999:
-                raise
-    raise AssertionError("unreachable")
+    for n in itertools.count(1):
+        path = folder / (f"{stamp}.jsonl" if n == 1 else f"{stamp}-{n}.jsonl")
+        if not path.exists():
+            return sessions.new_session(path)
 
 
 def recorded_workspace(session: sessions.Session) -> str | None:
@@ -294,8 +297,8 @@ def main(argv=None) -> int:
     try:
         session = (sessions.open_session(args.resume) if args.resume
                    else start_session(Path(args.sessions)))
-    except sessions.SessionError as exc:
-        print(f"main.py: {exc}", file=sys.stderr)
+    except (sessions.SessionError, OSError) as exc:  # locked, not a session; a folder we may
+        print(f"main.py: {exc}", file=sys.stderr)  # not write in
         return 1
     with session:
         return run(args, session)

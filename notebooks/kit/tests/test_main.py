@@ -95,6 +95,18 @@ def test_a_bad_script_is_refused_before_anything_runs(script, said, tmp_path, ca
     assert not (tmp_path / "s").exists()  # no session was started
 
 
+def test_a_session_that_cannot_be_resumed_is_a_message_and_left_as_it_was(kit):
+    assert kit(create("a.md", "a\n"), {"content": "ok"}, answers="y\n")[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    with sessions.open_session(path):  # another writer has it open
+        code, out, err = kit({"content": "no"}, flags=["--resume", str(path)])
+    assert code == 1 and "open for writing elsewhere" in err
+    trace = next((kit.tmp / "traces").rglob("*.jsonl"))
+    before = trace.read_bytes()
+    code, out, err = kit({"content": "no"}, flags=["--resume", str(trace)])
+    assert code == 1 and "is not a session" in err and trace.read_bytes() == before
+
+
 def test_without_a_key_it_says_how_to_set_one_and_exits_2(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert main.main(["--sessions", str(tmp_path / "s"), "a task"]) == 2
