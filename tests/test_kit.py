@@ -88,6 +88,16 @@ def test_nothing_in_the_kit_imports_the_course(kit):
                     for alias in node.names}
         imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         assert "course" not in imported, path.name
+    # and in a process that could not find the course if it tried: every module imports
+    modules = sorted(p.stem for p in kit.glob("*.py"))
+    check = ("import importlib, importlib.util, sys\n"
+             "assert importlib.util.find_spec('course') is None\n"
+             f"for name in {modules!r}:\n    importlib.import_module(name)\n"
+             f"print(sorted(set(sys.modules) & set({modules!r})))")
+    done = subprocess.run([sys.executable, "-E", "-c", check], cwd=kit, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(modules)
 
 
 def test_build_refuses_a_folder_with_files_in_it_unless_forced(tmp_path, capsys):
