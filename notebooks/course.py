@@ -529,8 +529,8 @@ def kit_files() -> tuple[dict[str, str], list[str]]:
             wanted += sorted(_imported(files[f"{name}.py"]) & set(exported))
     for path in sorted(KIT.rglob("*")):
         name = path.relative_to(KIT).as_posix()
-        skipped = [part for part in path.relative_to(KIT).parts
-                   if part.startswith(".") or part == "__pycache__"]  # caches, editors' files
+        skipped = [part for part in path.relative_to(KIT).parts  # caches, editors' files
+                   if part == "__pycache__" or part.startswith(".") and part != ".gitignore"]
         if path.is_file() and name not in NOT_COPIED and not skipped:
             files[name] = path.read_text(encoding="utf-8")
     return files, left_out

@@ -63,15 +63,15 @@ def test_build_writes_agent_py_the_lessons_modules_main_and_its_readme_tests_req
     lessons = {f"{name}.py" for name in course.KIT_LESSONS.values() if name in exported}
     assert lessons >= {"sandbox.py", "diff_approval.py", "tracing.py", "text_actions.py",
                        "sessions.py", "parallel_and_steering.py", "streaming.py"}
-    kit_files = {p.relative_to(course.KIT).as_posix() for p in course.KIT.rglob("*")
-                 if p.is_file() and "__pycache__" not in p.parts} - {"conftest.py"}
-    assert {"main.py", "README.md", "requirements.txt", "tests/test_main.py"} <= kit_files
+    kit_files = {"main.py", "README.md", "requirements.txt", ".gitignore", "tests/test_main.py",
+                 "examples/hello.json"}  # notebooks/kit/ but its conftest.py
     assert names == {"agent.py", "guards.py", *lessons, *kit_files}  # guards: text_actions's
+    for name in kit_files:
+        assert (kit / name).read_text() == (course.KIT / name).read_text(), name
     assert (kit / "agent.py").read_text() == (ROOT / "agent.py").read_text()
     for module in lessons | {"guards.py"}:
         path = exported[module.removesuffix(".py")]
         assert (kit / module).read_text() == course.export(path), module  # export's, exactly
-    assert (kit / "main.py").read_text() == (course.KIT / "main.py").read_text()
     assert oct((kit / "main.py").stat().st_mode & 0o777) == oct(0o666 & ~umask())
 
 
