@@ -318,8 +318,8 @@ def run(args, session: sessions.Session) -> int:
     bot, tracer = make_agent(args, session, root)
     try:
         go_on_with(session, bot, args)
-    except ValueError as exc:  # a compaction entry that does not fit its branch
-        say(f"main.py: {exc}")
+    except ValueError as exc:  # a branch no model may be sent (SessionError), or a compaction
+        say(f"main.py: {exc}")  # entry that does not fit its branch: the file is as it was
         return 1
     say(f"workspace: {shown(root)}   session: {shown(session.path)}", args.quiet)
     try:
