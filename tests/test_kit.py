@@ -58,11 +58,10 @@ def call(name, **arguments):
 
 
 def test_build_writes_agent_py_the_lessons_modules_main_and_its_readme_tests_requirements(kit):
-    names = {p.relative_to(kit).as_posix() for p in kit.rglob("*") if p.is_file()}
+    names = {p.relative_to(kit).as_posix() for p in kit.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}  # the kit's tests may have run
     exported = course._ExportCellsFinder().names()
-    lessons = {f"{name}.py" for name in course.KIT_LESSONS.values() if name in exported}
-    assert lessons >= {"sandbox.py", "diff_approval.py", "tracing.py", "text_actions.py",
-                       "sessions.py", "parallel_and_steering.py", "streaming.py"}
+    lessons = {f"{name}.py" for name in course.KIT_LESSONS.values()}  # 05 to 13, all written
     kit_files = {"main.py", "README.md", "requirements.txt", ".gitignore", "tests/test_main.py",
                  "examples/hello.json"}  # notebooks/kit/ but its conftest.py
     assert names == {"agent.py", "guards.py", *lessons, *kit_files}  # guards: text_actions's
