@@ -492,17 +492,25 @@ def _title(path: Path) -> str:
 
 
 def write_file(path: Path, text: str) -> None:
-    """Write text to path whole or not at all: a temporary file beside it, then a rename."""
+    """Write text to path whole or not at all: a temporary file beside it, then a rename. The
+    file keeps its mode, or gets an ordinary one (not mkstemp's private 0o600) if it is new."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(text)
+        os.chmod(temporary, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it
+    os.umask(mask)
+    return mask
 
 
 # --- The builder's kit: a standalone project -------------------------------------------------
@@ -557,11 +565,8 @@ def build(folder: Path, force: bool = False) -> tuple[list[str], list[str]]:
         raise ValueError(f"{folder} is not empty; give an empty or new folder, or --force to "
                          "write the kit's files over the ones there")
     files, left_out = kit_files()
-    mask = os.umask(0)  # the only way to read it is to set it
-    os.umask(mask)
     for name, text in files.items():
         write_file(folder / name, text)
-        os.chmod(folder / name, 0o666 & ~mask)  # a project's files, not write_file's private 0o600
     return list(files), left_out
 
 
