@@ -584,6 +584,8 @@ def test_a_trace_whose_last_line_was_torn_loads_and_says_which_line(
     assert "run 1 (scripted-demo): unfinished, turns: 2" in text
     assert f"  skipped: {torn_message(last)}" in text
     assert nb.totals(run)["wall_time"] == pytest.approx(whole[-2]["time"] - whole[0]["time"])
+    never_closed = [(s["kind"], s["end"], s["error"]) for s in nb.spans(run) if not s["closing"]]
+    assert never_closed == [("run", whole[-2]["time"], True)]  # unfinished, as far as we know
     monkeypatch.chdir(make_project(tmp_path / "replay"))  # what was said is all there: it replays
     assert nb.history_differences(run, nb.replay(run).messages) == []
 
@@ -623,7 +625,7 @@ def test_a_zero_filled_tail_is_reported_not_raised(project, tmp_path):
     data = path.read_bytes()
     lines = data.split(b"\n")[:-1]
     kept = b"".join(line + b"\n" for line in lines[:-3])
-    zeros = "only NUL bytes, not JSON (the end of the file never reached the disk?)"
+    zeros = "NUL bytes, not JSON (a crash before it reached the disk?)"
 
     # A power cut: the file's length was saved, its last lines' data never was.
     path.write_bytes(kept + bytes(len(data) - len(kept)))
