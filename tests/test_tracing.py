@@ -655,6 +655,12 @@ def test_a_line_that_is_json_but_no_trace_event_is_reported(tmp_path):
     assert nb.trace_problems(run)[:2] == [
         "line 2 is JSON but not a trace event (it needs a time and a type)",
         "line 3 is JSON but not a trace event (it needs a time and a type)"]
+    assert [r["time"] for r in run] == [1.0, 1.0, 1.0, 2.0]  # the time of the line before
+
+    path.write_text('{"time": 1.0, "type": "agent_st\n{"time": 2.0, "type": "turn_start", '
+                    '"turn": 1}\n')  # torn at the very start: the time of the line after it
+    assert [(r["type"], r["time"], r["turn"]) for r in nb.load_trace(path)] == [
+        (UNREADABLE, 2.0, 0), ("turn_start", 2.0, 1)]
 
 
 @pytest.mark.parametrize("writer", WRITERS)
