@@ -429,7 +429,9 @@ def load_notebook(name: str, tag: str = "export"):
 def _run(source: str, name: str, module) -> None:
     """Run source in module; tracebacks show its own lines, not the notebook's JSON."""
     linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
-    exec(compile(source, name, "exec"), module.__dict__)
+    # dont_inherit: not this file's `from __future__ import annotations`, which would turn the
+    # cells' annotations into strings (and break a @dataclass in them)
+    exec(compile(source, name, "exec", dont_inherit=True), module.__dict__)
 
 
 class _ExportCellsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
