@@ -428,8 +428,12 @@ def trace_to(path: str):
     def write(event: dict) -> None:
         # A lone surrogate (half an emoji, as some servers send) has no UTF-8 form; written
         # as \udXXX it is a JSON escape that reads back the same. A trace must not stop a run.
-        with open(path, "a", encoding="utf-8", errors="backslashreplace") as file:
-            file.write(to_json({"time": time.time(), **event}) + "\n")
+        line = to_json({"time": time.time(), **event}).encode("utf-8", "backslashreplace")
+        with open(path, "a+b") as file:  # a+: writes go to the end, and the last byte is read
+            file.seek(max(file.seek(0, os.SEEK_END) - 1, 0))
+            if file.read(1) not in (b"", b"\n"):  # a line cut short by a crash: end it, so
+                line = b"\n" + line  # this event is not glued onto it and lost with it
+            file.write(line + b"\n")
     return write
 
 
