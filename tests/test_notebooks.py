@@ -248,3 +248,14 @@ def test_export_cells_run_as_written_not_under_course_pys_future_imports(tmp_pat
     monkeypatch.setattr(course, "NOTEBOOKS", tmp_path)
     module = course.load_notebook("98-dataclass")
     assert module.Point(3).x == 3 and module.ANNOTATION is int
+
+
+def test_exported_files_get_an_ordinary_mode_and_a_rewritten_file_keeps_its_own(tmp_path):
+    out = tmp_path / "sandbox.py"
+    assert course.main(["export", "05-sandbox", "-o", str(out)]) == 0
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask  # readable by others, like any file
+    out.chmod(0o640)
+    course.write_file(out, "changed\n")
+    assert out.stat().st_mode & 0o777 == 0o640 and out.read_text() == "changed\n"
