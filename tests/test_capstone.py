@@ -412,6 +412,37 @@ def test_when_every_idea_is_rejected_the_model_says_so_and_claims_nothing(tmp_pa
     assert (world.workspace / "pages.py").read_text() == cap.PAGES and verdict(world)
 
 
+def test_an_edit_refused_twice_makes_the_model_stop_and_say_why(tmp_path):
+    world = evaluation.prepare(cap.TASK, tmp_path / "world")
+    (world.workspace / "pages.py").chmod(0o444)  # read-only: refused before anyone is asked
+    asked = []
+    with sessions.new_session(tmp_path / "s.jsonl") as session:
+        bot = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+                        policy=lambda path, diff: asked.append(path), session=session,
+                        on_event=None)
+        bot.chat(cap.TASK.text)
+    answer = bot.messages[-1]["content"]
+    assert answer.startswith("I could not edit pages.py: ") and "is read-only" in answer
+    assert asked == [] and len(bot.client.requests) == 7  # list, read, test, edit, read, edit
+    assert (world.workspace / "pages.py").read_text() == cap.PAGES
+
+
+def test_a_failure_it_has_no_idea_for_gets_an_honest_answer_and_no_edit(tmp_path):
+    boom = "\n\ndef test_boom():\n    raise RuntimeError('boom')\n"
+    task = cap.TASK._replace(files={**cap.PROJECT, **cap.rounded_up(cap.PROJECT),
+                                    "test_pages.py": cap.TEST_PAGES + boom})
+    world = evaluation.prepare(task, tmp_path / "world")
+    with sessions.new_session(tmp_path / "s.jsonl") as session:
+        bot = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+                        policy=diff_approval.approve_all, session=session, on_event=None)
+        bot.chat(task.text)
+    assert bot.messages[-1]["content"] == (
+        "test_boom fails (test_pages.py::test_boom: RuntimeError: boom), and I do not see how "
+        "to fix it.")
+    assert not any(c["function"]["name"] == "edit_file" for m in bot.messages
+                   for c in m.get("tool_calls", []))
+
+
 def test_the_task_checks_itself_as_lesson_13_requires(tmp_path):
     untouched = evaluation.prepare(cap.TASK, tmp_path / "untouched")
     assert verdict(untouched) == ["the workspace's tests pass (python -m pytest)"]
