@@ -170,8 +170,9 @@ def test_environment_holds_no_secrets(workspace, monkeypatch):
     output = run(workspace, "env")["output"]
     assert "fake-value" not in output
     names = {line.split("=", 1)[0] for line in output.splitlines()}
-    assert {"PATH", "HOME", "LANG"} <= names
-    assert names <= {"PATH", "HOME", "LANG", "PWD", "OLDPWD", "SHLVL", "_"}  # sh adds some
+    assert {"PATH", "HOME", "LANG", "PYTHONDONTWRITEBYTECODE"} <= names
+    assert names <= {"PATH", "HOME", "LANG", "PYTHONDONTWRITEBYTECODE", "PWD", "OLDPWD", "SHLVL",
+                     "_"}  # sh adds some
     assert run(workspace, "printenv PATH")["output"] == nb.SHELL_PATH + "\n"
 
 
@@ -397,3 +398,16 @@ def test_the_lesson_names_every_way_out_the_tests_show():
     assert set(spelled) == set(WAYS_OUT)
     for way in spelled.values():
         assert way in text, f"lessons/05-sandbox.md does not name {way}"
+
+
+def test_a_test_never_runs_stale_bytecode_after_an_edit_of_the_same_size(workspace):
+    """Python trusts a cached .pyc whose source has the same size and mtime second: an agent
+    that edits a file twice within a second would test the old code. The shell writes none."""
+    module = workspace / "calc.py"
+    module.write_text("ANSWER = 1\n")
+    assert run(workspace, f"{PYTHON} -c 'import calc; print(calc.ANSWER)'")["output"] == "1\n"
+    stamp = module.stat().st_mtime_ns
+    module.write_text("ANSWER = 2\n")  # the same size...
+    os.utime(module, ns=(stamp, stamp))  # ...and the same mtime, as within one second
+    assert run(workspace, f"{PYTHON} -c 'import calc; print(calc.ANSWER)'")["output"] == "2\n"
+    assert not (workspace / "__pycache__").exists()
