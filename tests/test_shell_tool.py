@@ -137,6 +137,37 @@ def test_a_background_child_holding_the_output_does_not_stall_the_tool(workspace
     assert seconds < 1
 
 
+def test_on_start_is_given_the_running_command_and_may_stop_its_group(workspace):
+    """The seam lesson 10 uses to stop a command half-way: on_start(process) is called once,
+    while the command runs, and killing the group then ends the run at once, not at its
+    timeout. Without on_start, run_in answers as before."""
+    seen = []
+
+    def stop_at_once(process):
+        seen.append(process.pid)
+        os.killpg(process.pid, signal.SIGKILL)
+
+    result = nb.run_in(workspace, "sleep 30 & sleep 30", timeout=20, on_start=stop_at_once)
+    assert result == {"exit_code": -signal.SIGKILL, "output": ""} and len(seen) == 1
+    assert nb.run_in(workspace, "echo hi") == {"exit_code": 0, "output": "hi\n"}
+
+
+def test_an_on_start_that_raises_leaves_nothing_running(workspace):
+    """The error goes to the caller, and the command goes with its group, as on every path."""
+    def wait_for_the_child_then_fail(process):
+        child, deadline = workspace / "child", time.monotonic() + 5
+        while time.monotonic() < deadline:  # until the command has written its child's pid
+            if child.exists() and child.read_text().endswith("\n"):
+                break
+            time.sleep(0.01)
+        raise RuntimeError(f"on_start failed; child {child.read_text().strip()}")
+
+    with pytest.raises(RuntimeError, match="on_start failed") as failed:
+        nb.run_in(workspace, "sleep 30 & echo $! > child; sleep 30", timeout=20,
+                  on_start=wait_for_the_child_then_fail)
+    assert gone(int(str(failed.value).split()[-1]))
+
+
 def test_output_is_capped_keeping_head_and_tail(workspace):
     total = sum(len(str(n)) + 1 for n in range(1, 100_001))
     output = run(workspace, "seq 1 100000", max_output=1000)["output"]
