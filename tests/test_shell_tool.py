@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import course
 import pytest
 from course import load_notebook
 
@@ -418,6 +419,29 @@ def test_the_agent_runs_it_as_a_tool(workspace):
     assert json.loads(results[0]) == {"exit_code": 2, "output": "hi\n"}
     assert json.loads(results[1])["timed_out"].startswith("killed after 0.3 s")
     assert "bad arguments" in results[2]  # the model cannot raise its own time limit
+
+
+SURVIVOR = "touch out.txt; while [ ! -e go ]; do sleep 0.05; done; echo hi > escaped.txt"
+
+
+@pytest.mark.parametrize("answer, passes", [
+    (f"timeout 30 sh -c '{SURVIVOR}' >/dev/null 2>&1 & "
+     "while [ ! -e out.txt ]; do sleep 0.01; done", True),  # waits until the survivor is out
+    # does not wait, and its survivor is slow to leave: the kill always comes first (a racing
+    # answer without the sleep is caught the same way in all but about one run in a hundred)
+    (f"(sleep 0.3; exec timeout 30 sh -c '{SURVIVOR}') >/dev/null 2>&1 &", False),
+])
+def test_exercise_7s_check_wants_a_survivor_that_left_the_group_before_the_kill(answer, passes):
+    """Check 05.7 ends the command with a kill of its own group, at once: an escape that does
+    not wait until its process is out of the group fails, and says in which run."""
+    if shutil.which("timeout") is None:
+        pytest.skip("no timeout here")
+    report = course.check("05.7", lambda: answer)
+    failed = " ".join(f"{what}: {detail}" for ok, what, detail in report.results if not ok)
+    if passes:
+        assert not failed, report
+    else:
+        assert "run 1 of 5: no escaped.txt" in failed, report
 
 
 def test_the_lesson_names_every_way_out_the_tests_show():
