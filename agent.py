@@ -359,7 +359,7 @@ def call_tool(registry: dict, name: str, arguments: str):
     if func is None:
         raise LookupError(f"unknown tool; the tools are: {', '.join(sorted(registry))}")
     try:
-        args = json.loads(arguments)
+        args = json.loads(arguments, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise ValueError(f"arguments are not valid JSON ({exc}); send a JSON object") from None
     if not isinstance(args, dict):
@@ -369,6 +369,16 @@ def call_tool(registry: dict, name: str, arguments: str):
     except TypeError as exc:
         raise TypeError(f"bad arguments: {exc}") from None
     return func(**args)
+
+
+def unique_keys(pairs: list) -> dict:
+    """A JSON object as a dict, refusing a key given twice: json.loads would keep the last one
+    silently, and which value the model meant would be a guess."""
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"arguments give {twice[0]!r} more than once; send each key once")
+    return dict(pairs)
 
 
 def assistant_message(message) -> dict:
@@ -418,8 +428,12 @@ def trace_to(path: str):
     def write(event: dict) -> None:
         # A lone surrogate (half an emoji, as some servers send) has no UTF-8 form; written
         # as \udXXX it is a JSON escape that reads back the same. A trace must not stop a run.
-        with open(path, "a", encoding="utf-8", errors="backslashreplace") as file:
-            file.write(to_json({"time": time.time(), **event}) + "\n")
+        line = to_json({"time": time.time(), **event}).encode("utf-8", "backslashreplace")
+        with open(path, "a+b") as file:  # a+: writes go to the end, and the last byte is read
+            file.seek(max(file.seek(0, os.SEEK_END) - 1, 0))
+            if file.read(1) not in (b"", b"\n"):  # a line cut short by a crash: end it, so
+                line = b"\n" + line  # this event is not glued onto it and lost with it
+            file.write(line + b"\n")
     return write
 
 

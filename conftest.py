@@ -24,7 +24,10 @@ _run_tmp = None
 
 def pytest_configure(config):
     global _run_tmp
-    _run_tmp = tempfile.mkdtemp(prefix="agent-from-zero-tests-")
+    # Under /tmp where there is one: the paths nbval replaces (tests/sanitize.cfg) are /tmp's
+    # and macOS's, and a TMPDIR elsewhere (/var/tmp, say) would show in the outputs.
+    _run_tmp = tempfile.mkdtemp(prefix="agent-from-zero-tests-",
+                                dir="/tmp" if os.path.isdir("/tmp") else None)
     os.environ["TMPDIR"] = _run_tmp
     tempfile.tempdir = None  # let tempfile read TMPDIR again
 

@@ -13,6 +13,7 @@ In a notebook:
 From a shell:
   python notebooks/course.py export NN-slug -o FILE.py   a lesson's export cells as one module
   python notebooks/course.py export --all -o DIR          every lesson's, one module each
+  python notebooks/course.py build DIR                    a standalone agent project (the kit)
   python notebooks/course.py execute NN-slug | --all      re-run notebooks, save their outputs
 """
 
@@ -429,7 +430,9 @@ def load_notebook(name: str, tag: str = "export"):
 def _run(source: str, name: str, module) -> None:
     """Run source in module; tracebacks show its own lines, not the notebook's JSON."""
     linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
-    exec(compile(source, name, "exec"), module.__dict__)
+    # dont_inherit: not this file's `from __future__ import annotations`, which would turn the
+    # cells' annotations into strings (and break a @dataclass in them)
+    exec(compile(source, name, "exec", dont_inherit=True), module.__dict__)
 
 
 class _ExportCellsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -489,17 +492,82 @@ def _title(path: Path) -> str:
 
 
 def write_file(path: Path, text: str) -> None:
-    """Write text to path whole or not at all: a temporary file beside it, then a rename."""
+    """Write text to path whole or not at all: a temporary file beside it, then a rename. The
+    file keeps its mode, or gets an ordinary one (not mkstemp's private 0o600) if it is new."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(text)
+        os.chmod(temporary, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it
+    os.umask(mask)
+    return mask
+
+
+# --- The builder's kit: a standalone project -------------------------------------------------
+
+KIT = NOTEBOOKS / "kit"  # the kit's own files (main.py, README, tests), copied as they are
+KIT_LESSONS = {"05": "sandbox", "06": "diff_approval", "07": "tracing", "08": "text_actions",
+               "09": "sessions", "10": "parallel_and_steering", "11": "streaming",
+               "12": "context_budget", "13": "evaluation"}
+NOT_COPIED = {"conftest.py"}  # kit/conftest.py keeps the course's pytest out of kit/tests
+
+
+def kit_files() -> tuple[dict[str, str], list[str]]:
+    """What build writes, file name -> text, and the lessons it left out (not written yet).
+    The modules are export's, for lessons 05-13 and every lesson module they import."""
+    exported = _ExportCellsFinder().names()
+    wanted = [name for name in KIT_LESSONS.values() if name in exported]
+    left_out = [f"{name} (lesson {number})" for number, name in KIT_LESSONS.items()
+                if name not in exported]
+    files = {"agent.py": (ROOT / "agent.py").read_text(encoding="utf-8")}
+    while wanted:  # guards comes in with text_actions, which imports it
+        name = wanted.pop(0)
+        if f"{name}.py" not in files:
+            files[f"{name}.py"] = export(exported[name])
+            wanted += sorted(_imported(files[f"{name}.py"]) & set(exported))
+    for path in sorted(KIT.rglob("*")):
+        name = path.relative_to(KIT).as_posix()
+        skipped = [part for part in path.relative_to(KIT).parts  # caches, editors' files
+                   if part == "__pycache__" or part.startswith(".") and part != ".gitignore"]
+        if path.is_file() and name not in NOT_COPIED and not skipped:
+            files[name] = path.read_text(encoding="utf-8")
+    return files, left_out
+
+
+def _imported(source: str) -> set[str]:
+    """The top-level names of every module source imports, at any depth (a function's too)."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def build(folder: Path, force: bool = False) -> tuple[list[str], list[str]]:
+    """Write the kit into folder, each file whole; returns (files written, lessons left out).
+    A folder with files in it is refused unless force: then the kit's files are replaced and
+    every other file is left as it is."""
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is a file; give a folder to build the kit in")
+    if folder.is_dir() and any(folder.iterdir()) and not force:
+        raise ValueError(f"{folder} is not empty; give an empty or new folder, or --force to "
+                         "write the kit's files over the ones there")
+    files, left_out = kit_files()
+    for name, text in files.items():
+        write_file(folder / name, text)
+    return list(files), left_out
 
 
 # --- Executing notebooks ------------------------------------------------------------------------
@@ -535,13 +603,19 @@ def execute(path: Path, timeout: int = 600) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python notebooks/course.py",
-                                     description="Take a lesson's code away, or re-run notebooks.")
+                                     description="Take a lesson's code away, build the builder's "
+                                     "kit, or re-run notebooks.")
     commands = parser.add_subparsers(dest="command", required=True)
     out = commands.add_parser("export", help="write a lesson's export cells as one module")
     out.add_argument("lesson", nargs="?", help="e.g. 05-sandbox (or 05)")
     out.add_argument("--all", action="store_true", help="every lesson with export cells")
     out.add_argument("-o", "--output", required=True,
                      help="the .py file to write (with --all: the folder)")
+    kit = commands.add_parser("build", help="write a standalone agent project: agent.py, the "
+                              "lessons' modules, main.py, its README and tests")
+    kit.add_argument("folder", help="where to write it: a new or empty folder")
+    kit.add_argument("--force", action="store_true",
+                     help="write into a folder that has files (the kit's are replaced)")
     run = commands.add_parser("execute", help="re-run notebooks and save their outputs")
     run.add_argument("lessons", nargs="*", help="e.g. 03-the-loop (or 03)")
     run.add_argument("--all", action="store_true", help="every notebook")
@@ -549,6 +623,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "export":
             return _export_command(parser, args)
+        if args.command == "build":
+            return _build_command(args)
         return _execute_command(parser, args)
     except (LookupError, ValueError, SyntaxError) as exc:
         print(f"course.py: {exc}", file=sys.stderr)
@@ -573,6 +649,23 @@ def _export_command(parser, args) -> int:
         write_file(output, export(path))
         print(f"{output}  <- {path.name}")
     print("Put agent.py beside the exported modules: they import it.")
+    return 0
+
+
+def _build_command(args) -> int:
+    folder = Path(args.folder)
+    try:
+        written, left_out = build(folder, args.force)
+    except OSError as exc:  # a folder we may not write in, a full disk: the files written stay
+        print(f"course.py: could not write the kit into {folder}: {exc}", file=sys.stderr)
+        return 1
+    for name in written:
+        print(folder / name)
+    if left_out:
+        print("Left out, not written yet: " + ", ".join(left_out) + ". main.py turns off what "
+              "needs them (python main.py --help says what); build again once they are.")
+    print(f"\nA project of its own. Next: cd {folder}, then follow its README.md (set up, run "
+          "offline, run its tests).")
     return 0
 
 

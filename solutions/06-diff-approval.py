@@ -23,9 +23,9 @@ def ask_or_edit(editor):
         try:
             answer = input(f"apply this change to {visible(path, keep='')}? "
                            "[y/N/e to edit, or say why not] ").strip()
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops the run
             print()
-            return reject("no answer from the person (input closed or Ctrl-C)")
+            return reject("no answer from the person (input closed)")
         if answer.lower() in ("y", "yes"):
             return APPROVE
         if answer.lower() == "e":

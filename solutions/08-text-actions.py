@@ -30,6 +30,8 @@ def parse_python_style(text):
     try:
         return parse_action(text)
     except FormatError as refusal:
+        if "single quotes" not in str(refusal):  # refused for another reason: it stays
+            raise
         spans, _ = text_actions.object_spans(text)
         for start, end in spans:
             try:

@@ -4,6 +4,7 @@ stops at the stage named on its command line, says so on stdout, and waits to be
     python tests/session_child.py SESSION_FILE STAGE
 
 STAGE is where it waits:
+  question   in the middle of the first model call: the user's message has no answer yet
   model      in the middle of the second model call (after call_1 was answered)
   tool       in the middle of the tool of call_2
   results    after the assistant message with call_2 and call_3 is recorded, before either runs
@@ -56,7 +57,9 @@ second = {
 session = sessions.new_session(PATH)
 if STAGE == "hold":
     wait_to_be_killed()
-bot = Agent(ScriptedClient([tool_call("read_file", path="a.txt"), second[STAGE]]), "scripted-demo",
+steps = [model_call_hangs] if STAGE == "question" else [tool_call("read_file", path="a.txt"),
+                                                        second[STAGE]]
+bot = Agent(ScriptedClient(steps), "scripted-demo",
             tools=[*TOOLS, schema(slow, "Slow.", path="A folder.")],
             registry={**TOOL_REGISTRY, "slow": slow},
             on_event=stop_before_the_tools if STAGE == "results" else None)

@@ -115,6 +115,18 @@ def test_a_policy_that_fails_writes_nothing():
     assert not Path("new.txt").exists()
 
 
+@pytest.mark.parametrize("answer", [nb.Decision("not today"), nb.Decision(1), None, "no",
+                                    (True, ""), 1], ids=repr)
+def test_a_policy_answer_that_is_no_decision_writes_nothing(answer):
+    # Decision("not today") is truthy: read as a decision, it would approve.
+    write("keep.txt", "keep\n")
+    read, edit = gated(lambda path, diff: answer)
+    read("keep.txt")
+    with pytest.raises(TypeError, match="a policy must answer True, False or a Decision"):
+        edit("keep.txt", "keep", "lost")
+    assert Path("keep.txt").read_text(encoding="utf-8") == "keep\n"
+
+
 # --- the version check --------------------------------------------------------------------------
 
 
@@ -270,11 +282,55 @@ def test_other_refusals_before_asking(workdir):
     with pytest.raises(IsADirectoryError, match="folder is a directory"):
         read("folder")
     Path("data.bin").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(nb.StaleFile, match="read it first"):
+        edit("data.bin", "", "x")
     with pytest.raises(ValueError, match="not a UTF-8 text file"):
         read("data.bin")
-    with pytest.raises(nb.StaleFile):  # a failed read does not count as reading it
-        edit("data.bin", "", "x")
+    with pytest.raises(ValueError, match="old_str cannot be found in it; to replace it whole"):
+        edit("data.bin", "\xff", "x")  # nothing in it can be matched as text
+    assert Path("data.bin").read_bytes() == b"\xff\xfe\x00"
     assert names(workdir) == ["data.bin", "folder"]
+
+
+def test_a_file_that_is_not_utf8_can_be_overwritten_once_the_agent_tried_to_read_it():
+    Path("data.bin").write_bytes(b"\xff\xfe\x00")
+    policy = recording()
+    read, edit = gated(policy)
+    with pytest.raises(ValueError, match="not a UTF-8 text file"):
+        read("data.bin")  # the attempt counts as seeing it: a fingerprint of its bytes
+    assert edit("data.bin", "", "text\n") == {"path": "data.bin", "action": "overwritten",
+                                             "approved": True}
+    assert Path("data.bin").read_bytes() == b"text\n"
+    [(path, diff)] = policy.asked  # the person is told what goes: 3 bytes of no text
+    assert diff == ("--- a/data.bin (not UTF-8 text, 3 bytes, replaced whole)\n"
+                    "+++ b/data.bin\n@@ -0,0 +1 @@\n+text\n")
+    assert edit("data.bin", "text", "more")["action"] == "edited"  # text now, and seen
+
+
+def test_a_file_that_is_not_utf8_and_changed_since_the_attempted_read_is_refused():
+    Path("data.bin").write_bytes(b"\xff\xfe\x00")
+    read, edit = gated(never_asked)
+    with pytest.raises(ValueError):
+        read("data.bin")
+    Path("data.bin").write_bytes(b"\xff\xfe\x01")  # someone else's change, still no text
+    with pytest.raises(nb.StaleFile, match="changed since you read it"):
+        edit("data.bin", "", "x")
+    assert Path("data.bin").read_bytes() == b"\xff\xfe\x01"
+
+
+def test_a_file_that_is_not_utf8_changed_while_the_person_decides_is_kept(workdir):
+    Path("data.bin").write_bytes(b"\xff\xfe\x00")
+
+    def meanwhile(path, diff):
+        Path("data.bin").write_bytes(b"\xff\xfe\x02")
+        return nb.APPROVE
+
+    read, edit = gated(meanwhile)
+    with pytest.raises(ValueError):
+        read("data.bin")
+    with pytest.raises(nb.StaleFile, match="while the person was deciding"):
+        edit("data.bin", "", "x")
+    assert Path("data.bin").read_bytes() == b"\xff\xfe\x02"
 
 
 def test_an_edit_that_changes_nothing_is_not_asked_and_not_written():
@@ -771,6 +827,38 @@ def test_stacked_reads_go_through_the_sandbox_so_a_fifo_does_not_hang(jailed, wo
         assert kind == "error" and "pipe is not a regular file" in str(error)
 
 
+def test_stacked_a_file_whose_name_starts_with_a_tilde_is_read_and_edited(jailed, workdir):
+    (workdir / "project" / "~notes.md").write_text("a\n", encoding="utf-8")
+    (workdir / "project" / "docs" / "~draft.md").write_text("d\n", encoding="utf-8")
+    _, registry = jailed(nb.approve_all)
+    assert registry["read_file"]("./~notes.md")["content"] == "a\n"
+    assert registry["edit_file"]("./~notes.md", "a", "b") == {
+        "path": "~notes.md", "action": "edited", "approved": True}
+    assert (workdir / "project" / "~notes.md").read_text(encoding="utf-8") == "b\n"
+    assert registry["read_file"]("docs/../~notes.md")["content"] == "b\n"
+    assert registry["read_file"]("docs/~draft.md")["content"] == "d\n"
+    with pytest.raises(sandbox.EscapeError, match="home folder"):  # the sandbox's own rule:
+        registry["read_file"]("~notes.md")  # as the model wrote it, ~ may be a home folder
+
+
+def test_stacked_a_file_that_is_not_utf8_can_be_overwritten_after_the_attempted_read(jailed,
+                                                                                   workdir):
+    (workdir / "project" / "data.bin").write_bytes(b"\xff\xfe\x00")
+    _, registry = jailed(nb.approve_all)
+    with pytest.raises(ValueError, match="not a UTF-8 text file"):
+        registry["read_file"]("data.bin")
+    assert registry["edit_file"]("data.bin", "", "x\n")["action"] == "overwritten"
+    assert (workdir / "project" / "data.bin").read_bytes() == b"x\n"
+
+
+def test_a_file_whose_name_starts_with_a_tilde_works_with_agent_pys_tools_too():
+    write("~notes.md", "a\n")
+    read, edit = gated()
+    assert read("~notes.md")["content"] == "a\n"
+    assert edit("~notes.md", "a", "b")["path"] == "~notes.md"
+    assert Path("~notes.md").read_text(encoding="utf-8") == "b\n"
+
+
 def test_stacked_errors_show_workspace_paths_only(jailed, workdir):
     (workdir / "project" / "docs" / "a.md").write_text("a\n", encoding="utf-8")
     _, registry = jailed(nb.approve_all)
@@ -916,8 +1004,7 @@ def test_showing_prints_the_diff_and_the_answer(capsys):
     ("n", False, "the person said no"), ("", False, "the person said no"),
     ("No", False, "the person said no"), ("yep", False, "yep"),
     ("use pathlib instead", False, "use pathlib instead"),
-    (EOFError, False, "no answer from the person (input closed or Ctrl-C)"),
-    (KeyboardInterrupt, False, "no answer from the person (input closed or Ctrl-C)"),
+    (EOFError, False, "no answer from the person (input closed)"),
 ])
 def test_terminal_policy(monkeypatch, capsys, typed, approved, reason):
     prompts = []
@@ -933,6 +1020,27 @@ def test_terminal_policy(monkeypatch, capsys, typed, approved, reason):
     assert nb.ask_terminal("greet.py", diff) == nb.Decision(approved, reason)
     assert prompts == ["apply this change to greet.py? [y/N, or say why not] "]
     assert capsys.readouterr().out.startswith(diff)  # shown before the question, plain here
+
+
+def test_ctrl_c_at_the_question_stops_the_run_writes_nothing_and_answers_every_call(
+        monkeypatch, capsys):
+    def ctrl_c(prompt):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("builtins.input", ctrl_c)
+    client = ScriptedClient([[tool_call("edit_file", path="a.txt", old_str="", new_str="a\n"),
+                              tool_call("edit_file", path="b.txt", old_str="", new_str="b\n")],
+                             reply("Wrote both.")])
+    tools, registry = nb.approval_tools(nb.ask_terminal)
+    bot = Agent(client, "scripted", tools=tools, registry=registry, on_event=None)
+    with pytest.raises(KeyboardInterrupt):
+        bot.chat("Write a and b.")
+    assert bot.stop_reason == "interrupted" and len(client.requests) == 1  # it did not go on
+    assert not Path("a.txt").exists() and not Path("b.txt").exists()
+    assert agent.pairing_problem(bot.messages) is None
+    answers = [json.loads(m["content"])["error"] for m in bot.messages if m["role"] == "tool"]
+    assert answers == [agent.INTERRUPTED, agent.NOT_RUN]  # the asked one, the one never begun
+    assert bot.chat("Go on.") == "Wrote both."  # the same agent can be asked again
 
 
 def test_the_terminal_policy_in_a_conversation(monkeypatch, capsys):

@@ -173,6 +173,8 @@ PATHS = {  # path: (the call, is_error, text the tool message must contain)
     "unknown_tool": (tool_call("delete_all"), True, "delete_all: unknown tool"),
     "invalid_json": (tool_call("read_file", raw_arguments='{"path": "a.t'), True,
                      "read_file: arguments are not valid JSON"),
+    "key_given_twice": (tool_call("read_file", raw_arguments='{"path": "a.txt", "path": "b"}'),
+                        True, "read_file: arguments give 'path' more than once; send each key"),
     "json_not_object": (tool_call("read_file", raw_arguments='["a.txt"]'), True,
                         "read_file: arguments must be a JSON object, not list"),
     "missing_argument": (tool_call("read_file"), True,
@@ -205,10 +207,10 @@ def test_inv2_every_path_in_one_parallel_batch_is_answered_in_call_order():
     agent, client, _ = make_agent([calls, reply("ok")])
     agent.chat("go")
     answers = tool_messages(agent)
-    assert [m["tool_call_id"] for m in answers] == [f"call_{i}" for i in range(1, 9)]
+    assert [m["tool_call_id"] for m in answers] == [f"call_{i}" for i in range(1, len(PATHS) + 1)]
     for answer, (_, _, expected) in zip(answers, PATHS.values(), strict=True):
         assert expected in answer["content"]
-    assert agent.messages[3:11] == answers  # contiguous, straight after the assistant message
+    assert agent.messages[3:3 + len(PATHS)] == answers  # contiguous, right after the assistant
     assert client.requests[1]["messages"] == agent.messages[:-1]
     assert_history_valid(agent.messages)
 

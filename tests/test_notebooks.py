@@ -234,3 +234,28 @@ def test_every_notebook_links_its_lesson_and_ends_with_check_yourself_then_your_
         tags = cell.get("metadata", {}).get("tags", [])
         assert cell["cell_type"] == "markdown" or "exercise" in tags, \
             "after 'Your turn' come only exercises and the words between them"
+
+
+def test_export_cells_run_as_written_not_under_course_pys_future_imports(tmp_path, monkeypatch):
+    """A @dataclass in export cells works when course loads them: course.py's own
+    `from __future__ import annotations` must not leak into the cells it runs."""
+    notebook = tmp_path / "98-dataclass.ipynb"
+    notebook.write_text(json.dumps({"cells": [{
+        "cell_type": "code", "metadata": {"tags": ["export"]}, "outputs": [],
+        "execution_count": None,
+        "source": "from dataclasses import dataclass\n\n\n@dataclass\nclass Point:\n"
+                  "    x: int\n\n\nANNOTATION = Point.__annotations__['x']\n"}]}))
+    monkeypatch.setattr(course, "NOTEBOOKS", tmp_path)
+    module = course.load_notebook("98-dataclass")
+    assert module.Point(3).x == 3 and module.ANNOTATION is int
+
+
+def test_exported_files_get_an_ordinary_mode_and_a_rewritten_file_keeps_its_own(tmp_path):
+    out = tmp_path / "sandbox.py"
+    assert course.main(["export", "05-sandbox", "-o", str(out)]) == 0
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask  # readable by others, like any file
+    out.chmod(0o640)
+    course.write_file(out, "changed\n")
+    assert out.stat().st_mode & 0o777 == 0o640 and out.read_text() == "changed\n"

@@ -237,6 +237,52 @@ def test_a_session_that_cannot_be_written_stops_the_run_and_refuses_more(monkeyp
     session.close()
 
 
+@pytest.mark.parametrize("when", ["before the write", "after the fsync"])
+def test_ctrl_c_in_the_middle_of_a_write_leaves_a_session_that_loads_and_resumes(monkeypatch,
+                                                                                  when):
+    # Ctrl-C arrives while the tool_start line is written: Python raises KeyboardInterrupt at
+    # the next bytecode, before or after the line reached the file. Giving out that line's id
+    # again (to the answer agent.py adds, or to the stop) would make two entries one id, and a
+    # session that no longer loads.
+    real_fsync = os.fsync
+
+    def ctrl_c_after_fsync(fd):
+        real_fsync(fd)
+        raise KeyboardInterrupt
+
+    class CtrlCBeforeToolStart:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def write(self, data):
+            if b'"tool_start"' in data:
+                raise KeyboardInterrupt
+            return real.write(data)
+
+    bot = Agent(ScriptedClient([tool_call("list_files"), reply("done")]), on_event=None)
+    session = sessions.new_session("s.jsonl")
+    sessions.record(session, bot)
+    real = session._file
+    with monkeypatch.context() as patch:
+        if when == "after the fsync":
+            patch.setattr(os, "fsync", ctrl_c_after_fsync)
+        else:
+            patch.setattr(session, "_file", CtrlCBeforeToolStart())
+        with pytest.raises(KeyboardInterrupt):
+            bot.chat("go")
+    assert bot.stop_reason == "interrupted"
+    session.close()
+    with sessions.open_session("s.jsonl") as again:  # it loads: every id is used once
+        assert again.problems == []
+        resumed = Agent(ScriptedClient([reply("went on")]), on_event=None)
+        sessions.resume(again, resumed)
+        resumed.chat("go on")
+    assert_history_valid(resumed.messages)
+    answers = [m["content"] for m in resumed.messages if m["role"] == "tool"]
+    started = when == "after the fsync"  # its tool_start is in the file: it may have run
+    assert answers == [agent.error_json(agent.INTERRUPTED if started else agent.NOT_RUN)]
+
+
 # --- recording: its rules ---------------------------------------------------------------------
 
 
@@ -349,6 +395,51 @@ def test_a_person_s_rewrite_is_recorded_as_a_fact_not_as_a_function():
     assert Path("notes.md").read_text() == "TWO\n"
 
 
+NO_DECISIONS = {  # answers lesson 06's as_decision refuses (a truthy one would approve)
+    "Decision('not today')": lambda decision: decision("not today"),
+    "Decision(1)": lambda decision: decision(1),
+    "'yes'": lambda decision: "yes",
+    "None": lambda decision: None,
+}
+
+
+@pytest.mark.parametrize("answer", NO_DECISIONS)
+def test_an_answer_lesson_06_refuses_is_recorded_as_not_approved_and_nothing_is_written(answer):
+    import diff_approval
+
+    given = NO_DECISIONS[answer](diff_approval.Decision)
+    with sessions.new_session("s.jsonl") as session:
+        policy = sessions.recording_decisions(session, lambda path, diff: given)
+        tools, registry = diff_approval.approval_tools(policy)
+        bot = Agent(ScriptedClient([
+            tool_call("edit_file", path="new.md", old_str="", new_str="x"), reply("done")]),
+            tools=tools, registry=registry, on_event=None)
+        sessions.record(session, bot)
+        bot.chat("edit")
+    assert not Path("new.md").exists()
+    [approval] = [e for e in entries("s.jsonl") if e["type"] == "approval"]
+    assert approval["path"] == "new.md" and approval["approved"] is False
+    assert "a policy must answer True, False or a Decision" in approval["reason"]
+    assert "a policy must answer" in bot.messages[-2]["content"]  # what the model read
+
+
+def test_a_policy_that_raises_records_no_decision():
+    import diff_approval
+
+    def broken(path, diff):
+        raise RuntimeError("the person's terminal went away")
+
+    with sessions.new_session("s.jsonl") as session:
+        tools, registry = diff_approval.approval_tools(
+            sessions.recording_decisions(session, broken))
+        bot = Agent(ScriptedClient([
+            tool_call("edit_file", path="new.md", old_str="", new_str="x"), reply("done")]),
+            tools=tools, registry=registry, on_event=None)
+        sessions.record(session, bot)
+        bot.chat("edit")
+    assert "approval" not in kinds("s.jsonl") and not Path("new.md").exists()
+
+
 # --- a hard crash, in a real child process -----------------------------------------------------
 
 
@@ -400,6 +491,56 @@ def test_a_run_killed_at_any_stage_resumes_into_a_history_a_strict_server_accept
     after = sessions.load_session("s.jsonl")
     assert after.messages() == bot.messages and bot.messages[-1]["content"] == "going on"
     assert Path("s.jsonl").read_bytes().startswith(crashed_session(stage))  # only appended
+
+
+def no_two_user_messages_in_a_row(messages):
+    """A model whose chat template insists that user and assistant take turns."""
+    roles = [m["role"] for m in messages]
+    assert ["user", "user"] not in [roles[i:i + 2] for i in range(len(roles))], roles
+    return reply(f"answered: {messages[-1]['content']}")
+
+
+def test_a_run_killed_before_the_model_answered_asks_its_question_again_on_a_branch():
+    Path("s.jsonl").write_bytes(crashed_session("question"))
+    left = sessions.load_session("s.jsonl")
+    bot = Agent(ScriptedClient([no_two_user_messages_in_a_row]), "scripted-demo",
+                on_event=None)
+    with sessions.open_session("s.jsonl") as session:
+        sessions.resume(session, bot)
+        question = sessions.unanswered(session)
+        assert question["message"] == {"role": "user", "content": "read a.txt, then more"}
+        assert bot.messages[-1] == question["message"]  # a chat() now would add a second one
+        sessions.switch(session, question["parent"])
+        assert sessions.unanswered(session) is None
+        assert bot.chat(question["message"]["content"]) == "answered: read a.txt, then more"
+    sent = [m["role"] for m in bot.client.requests[0]["messages"]]
+    assert sent == ["system", "user"]
+    after = sessions.load_session("s.jsonl")
+    assert after.messages() == bot.messages
+    crashed = [e for e in after.entries.values() if e["type"] == "stop"][0]
+    assert crashed["stop_reason"] == "crashed"  # the first try stays in the file, on its branch
+    assert Path("s.jsonl").read_bytes().startswith(crashed_session("question"))
+    assert len(after.entries) > len(left.entries)
+
+
+def test_unanswered_is_none_once_the_model_answered_and_after_an_api_error_it_is_not():
+    bot, path = recorded([reply("done")])
+    with sessions.open_session(path) as session:
+        assert sessions.unanswered(session) is None
+    Path("t.jsonl").write_bytes(crashed_session("tool"))  # ends on a call: orphan repair's job
+    with sessions.open_session("t.jsonl") as session:
+        sessions.resume(session, Agent(ScriptedClient([]), "scripted-demo", on_event=None))
+        assert sessions.unanswered(session) is None
+
+    def server_down(messages):
+        raise openai.APIConnectionError(request=httpx2.Request("POST", "http://x.test"))
+
+    failing = Agent(ScriptedClient([server_down]), "scripted-demo", on_event=None)
+    with sessions.new_session("u.jsonl") as session:
+        sessions.record(session, failing)
+        with pytest.raises(openai.APIConnectionError):
+            failing.chat("are you there?")
+        assert sessions.unanswered(session)["message"]["content"] == "are you there?"
 
 
 def test_the_crashed_run_still_reports_its_tokens_and_cost():

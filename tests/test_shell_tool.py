@@ -99,8 +99,8 @@ def test_exit_code_and_stderr_are_reported(workspace):
 
 def test_a_command_waiting_for_input_gets_end_of_file_at_once(workspace):
     result, seconds = timed(workspace, "cat; read line || echo 'no input'")
-    assert result == {"exit_code": 0, "output": "no input\n"}
-    assert seconds < 1
+    assert result == {"exit_code": 0, "output": "no input\n"}  # no timeout: it did not wait
+    assert seconds < 5  # far below the 10 s timeout, even on a busy machine
     script = "import sys; print(repr(sys.stdin.read()))"
     assert run(workspace, f"{PYTHON} -c {shlex.quote(script)}")["output"] == "''\n"
 
@@ -119,23 +119,23 @@ def test_timeout_kills_the_whole_process_group(workspace):
     result, seconds = timed(workspace, command, timeout=0.5)
     assert result["timed_out"] == "killed after 0.5 s, with its process group"
     assert result["exit_code"] == -signal.SIGKILL
-    assert 0.5 <= seconds < 1.5
+    assert 0.5 <= seconds < 10  # the timeout, not the 30 s sleep, ended it
     assert gone(int(result["output"]))  # the background child went with the shell
 
 
 def test_a_background_child_is_killed_after_a_normal_exit_too(workspace):
     command = "(sleep 30; echo too late > late.txt) >/dev/null 2>&1 & echo $!"
-    result, seconds = timed(workspace, command, timeout=2)
+    result = run(workspace, command, timeout=2)
     assert result["exit_code"] == 0
-    assert seconds < 0.6  # it did not wait for the child...
+    assert "timed_out" not in result  # it did not wait for the child until the timeout...
     assert gone(int(result["output"]))  # ...and the child did not outlive it
     assert not (workspace / "late.txt").exists()
 
 
 def test_a_background_child_holding_the_output_does_not_stall_the_tool(workspace):
     result, seconds = timed(workspace, "sleep 30 & echo hi")
-    assert result == {"exit_code": 0, "output": "hi\n"}
-    assert seconds < 1
+    assert result == {"exit_code": 0, "output": "hi\n"}  # no timeout: the child's open output
+    assert seconds < 5  # did not keep the tool waiting for its 30 s
 
 
 def test_on_start_is_given_the_running_command_and_may_stop_its_group(workspace):
@@ -363,11 +363,11 @@ def test_a_process_that_leaves_the_group_outlives_the_kill(workspace, way):
 
 
 def test_cpu_limit_stops_a_busy_loop_before_the_timeout(workspace):
-    result, seconds = timed(workspace, "while :; do :; done", timeout=5,
-                            limits={"RLIMIT_CPU": 1})
+    # One CPU-second can take many seconds of wall time on a busy machine: the timeout is
+    # generous, and what proves the limit worked is how the command ended, not the clock.
+    result = run(workspace, "while :; do :; done", timeout=60, limits={"RLIMIT_CPU": 1})
     assert "timed_out" not in result
     assert result["exit_code"] in (-signal.SIGKILL, -signal.SIGXCPU)
-    assert seconds < 4
 
 
 def test_file_size_limit_stops_a_big_write(workspace):

@@ -178,6 +178,80 @@ def test_the_parser_refuses_with_words_the_model_can_act_on(text, finish_reason,
     assert isinstance(refused.value, ValueError)
 
 
+HALF_EDIT = ('{"type": "call_tool", "name": "edit_file", "arguments": {"path": "a.py", '
+             '"meta": {"type": "finish", "output": "x"}, "new_str": "def f(')
+
+
+@pytest.mark.parametrize("text", [
+    HALF_EDIT,
+    HALF_EDIT.replace('"def f(', '"def f(\n'),  # a raw newline in the string, too
+    f'{{"type": "call_tool", "name": "edit_file", "arguments": {{"inner": {READ}, "x": "',
+    f"Here it is: {{ and then {HALF_EDIT}",  # a lone brace in prose before it
+    f"{{ \"type\": \"call_tool\", \"args\": {finish('x')}",  # space before the key
+    f"{{'type': 'call_tool', 'arguments': {finish('x')}",  # single-quoted half action
+    f"{READ}\n{HALF_EDIT}",  # a whole action before it: the reply is still broken
+])
+def test_objects_nested_in_half_an_action_are_not_actions(text):
+    with pytest.raises(FormatError, match="never closed") as refused:
+        parse_action(text)
+    assert "nothing in your reply was run" in str(refused.value)
+
+
+@pytest.mark.parametrize("text", [
+    f'The format is {{"type": "finish", "output": "..."}}. So: {READ}',
+    f"{finish('done')}\n{READ}",
+    f"{finish('a')} {finish('b')}",
+    f"```json\n{finish('a')}\n```\n```json\n{READ}\n```",
+])
+def test_a_finish_with_another_action_after_it_is_refused_not_taken(text):
+    with pytest.raises(FormatError, match="a finish ends the task"):
+        parse_action(text)
+
+
+def test_a_call_with_a_finish_after_it_runs_and_the_note_reaches_the_model():
+    found = parse_action(f"{READ}\n{finish('guessed')}")
+    assert (found["type"], found["name"]) == ("call_tool", "read_file")
+    assert "only the first was used" in found["notes"][0]
+
+
+def test_a_model_that_quotes_the_format_before_its_call_is_corrected_not_finished():
+    quoted = f'The format is {{"type": "finish", "output": "..."}}. So: {READ}'
+    bot, client, _ = text_agent([reply(quoted), reply(READ), reply(finish("alpha"))])
+    assert bot.chat("what is in a.txt?") == "alpha"
+    assert bot.stop_reason == "done" and len(client.requests) == 3
+    assert "a finish ends the task" in bot.messages[3]["content"]  # the correction
+    assert json.loads(bot.messages[5]["content"]) == {"path": "a.txt", "content": "alpha\n"}
+    assert_valid(bot)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('{"type": "finish", "output": "a", "output": "b"}', 'the key "output" twice'),
+    ('{"type": "call_tool", "name": "read_file", "arguments": {"path": "a.txt", '
+     '"path": "b.txt"}}', 'the key "path" twice'),
+    ('Here: {"type": "finish", "output": "a", "output": "b"} ok?', 'the key "output" twice'),
+    ('{"type": "finish", "output": "a", "output": "b",}', 'the key "output" twice'),
+    (json.dumps({"type": "call_tool", "name": "read_file",
+                 "arguments": '{"path": "a.txt", "path": "b.txt"}'}), 'the key "path" twice'),
+    ('{"type": "call_tool", "name": "f", "arguments": {"n": NaN}}', "NaN"),
+    ('{"type": "call_tool", "name": "f", "arguments": {"n": Infinity}}', "Infinity"),
+    ('I send: {"type": "call_tool", "name": "f", "arguments": {"n": -Infinity}}', "-Infinity"),
+    ('{"type": "finish", "output": NaN}', "NaN"),
+])
+def test_a_key_given_twice_and_nan_or_infinity_are_refused_not_guessed(text, words):
+    with pytest.raises(FormatError) as refused:
+        parse_action(text)
+    assert words in str(refused.value)
+    assert "send" in str(refused.value)  # what to do instead
+
+
+def test_nan_and_a_repeated_key_inside_strings_or_in_separate_objects_are_fine():
+    assert parse_action('{"type": "finish", "output": "NaN or Infinity"}')["output"] == \
+        "NaN or Infinity"
+    found = parse_action('{"type": "call_tool", "name": "f", "arguments": {"a": {"x": 1}, '
+                         '"b": {"x": 2}}}')
+    assert found["arguments"] == {"a": {"x": 1}, "b": {"x": 2}}
+
+
 def test_a_reply_of_nothing_but_braces_is_refused_quickly_not_by_a_crash():
     with pytest.raises(FormatError, match="never closed"):
         parse_action("{" * 100_000)

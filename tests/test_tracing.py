@@ -247,6 +247,16 @@ def test_redact_leaves_no_half_of_an_escaped_secret():
         "a": ["[redacted S]", "'[redacted S]'"]}
 
 
+@pytest.mark.parametrize("order", ["short first", "long first"])
+def test_a_secret_that_holds_another_is_redacted_whole_whatever_their_order(order):
+    password, url = "hunter2-xyz", "postgres://app:hunter2-xyz@db.internal:5432/orders"
+    secrets = {"DB_PASSWORD": password, "DB_SECRET": url}
+    if order == "long first":
+        secrets = dict(reversed(secrets.items()))
+    text = json.dumps({"content": f"DB_SECRET={url}"})
+    assert nb.redact(text, secrets) == '{"content": "DB_SECRET=[redacted DB_SECRET]"}'
+
+
 def test_which_environment_variables_count_as_secrets():
     environ = {"OPENAI_API_KEY": "ollama", "GITHUB_TOKEN": "t" * 20, "DB_PASSWORD": "p" * 12,
                "AWS_SECRET_ACCESS_KEY": "a" * 40, "hf_token": "h" * 30,
@@ -530,6 +540,172 @@ def test_two_tracers_starting_at_once_on_one_folder_never_share_a_file(tmp_path)
     assert sorted(path.name for path in chosen) == ["run-001.jsonl", "run-002.jsonl"]
     for n, path in enumerate(chosen):
         assert [r["model"] for r in nb.load_trace(path)] == [f"m{n}"]  # each run alone
+
+
+# --- a trace cut off by a crash ------------------------------------------------------------
+# SIGKILL in the middle of a write larger than the buffer, a full disk or Ctrl-C leave a line
+# cut short; a power cut can leave the end of a file as zero bytes. These are the runs you most
+# want to read, so the loader skips such a line, says which one, and never changes the file.
+
+UNREADABLE = "unreadable_line"
+
+
+def torn_message(line: int) -> str:
+    return f"line {line} is not JSON (torn by a crash?)"
+
+
+def traced_files(tmp_path) -> list[Path]:
+    """One run with a tool call, traced by the lesson's Tracer and by agent.py's trace_to."""
+    on_event, files = both_traces(tmp_path)
+    Agent(ScriptedClient([tool_call("read_file", path="notes.txt"), reply("Milk, für später.")]),
+          "scripted-demo", on_event=on_event).chat("What does notes.txt say?")
+    return files()
+
+
+WRITERS = ["Tracer", "trace_to"]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_trace_whose_last_line_was_torn_loads_and_says_which_line(
+        project, tmp_path, monkeypatch, writer):
+    path = traced_files(tmp_path)[WRITERS.index(writer)]
+    whole = nb.load_trace(path)
+    data = path.read_bytes()
+    path.write_bytes(data[:-30])  # the crash came in the middle of writing agent_end
+    last = data.count(b"\n")
+
+    run = nb.load_trace(path)
+    assert path.read_bytes() == data[:-30]  # read, never rewritten
+    assert run[:-1] == whole[:-1]  # every whole line is there...
+    assert {k: run[-1][k] for k in ("type", "line")} == {"type": UNREADABLE, "line": last}
+    assert run[-1]["time"] == whole[-2]["time"]  # ...and the torn one, at the last time known
+    assert nb.trace_problems(run) == [torn_message(last), "the trace does not end with agent_end"]
+    text = nb.summary(run)
+    assert "run 1 (scripted-demo): unfinished, turns: 2" in text
+    assert f"  skipped: {torn_message(last)}" in text
+    assert nb.totals(run)["wall_time"] == pytest.approx(whole[-2]["time"] - whole[0]["time"])
+    never_closed = [(s["kind"], s["end"], s["error"]) for s in nb.spans(run) if not s["closing"]]
+    assert never_closed == [("run", whole[-2]["time"], True)]  # unfinished, as far as we know
+    monkeypatch.chdir(make_project(tmp_path / "replay"))  # what was said is all there: it replays
+    assert nb.history_differences(run, nb.replay(run).messages) == []
+
+
+def line_holding(lines: list[bytes], *parts: bytes) -> int:
+    return next(i for i, line in enumerate(lines) if all(part in line for part in parts))
+
+
+@pytest.mark.parametrize("cut", ["in the middle of the line", "inside a UTF-8 character"])
+def test_a_torn_line_in_the_middle_is_skipped_and_every_line_after_it_read(
+        project, tmp_path, cut):
+    path = traced_files(tmp_path)[0]
+    whole = nb.load_trace(path)
+    lines = path.read_bytes().split(b"\n")[:-1]
+    if cut == "in the middle of the line":  # the tool's result, on its way back to the model
+        n = line_holding(lines, b'"message_end"', b'"role": "tool"')
+        lines[n] = lines[n][:len(lines[n]) // 2]
+        after = ["tool calls ['call_1'] but tool results []"]
+    else:  # the model's answer, cut after the first byte of the two that make "ü"
+        n = line_holding(lines, b'"message_end"', "für".encode())
+        lines[n] = lines[n][:lines[n].index("ü".encode()) + 1]
+        after = []
+    data = b"\n".join(lines) + b"\n"
+    path.write_bytes(data)
+
+    run = nb.load_trace(path)
+    assert path.read_bytes() == data
+    assert run[:n] == whole[:n] and run[n + 1:] == whole[n + 1:]
+    assert (run[n]["type"], run[n]["line"], run[n]["turn"]) == (UNREADABLE, n + 1, whole[n]["turn"])
+    assert nb.trace_problems(run) == [torn_message(n + 1), *after]
+    assert run[-1]["stop_reason"] == "done" and nb.totals(run)["stop_reason"] == "done"
+
+
+def test_a_zero_filled_tail_is_reported_not_raised(project, tmp_path):
+    path = traced_files(tmp_path)[0]
+    whole = nb.load_trace(path)
+    data = path.read_bytes()
+    lines = data.split(b"\n")[:-1]
+    kept = b"".join(line + b"\n" for line in lines[:-3])
+    zeros = "NUL bytes, not JSON (a crash before it reached the disk?)"
+
+    # A power cut: the file's length was saved, its last lines' data never was.
+    path.write_bytes(kept + bytes(len(data) - len(kept)))
+    run = nb.load_trace(path)
+    assert run[:-1] == whole[:-3] and run[-1]["type"] == UNREADABLE
+    assert nb.trace_problems(run) == [f"line {len(lines) - 2} is {zeros}",
+                                      "the trace does not end with agent_end"]
+    # The zeros began in the middle of a line: that line is torn.
+    path.write_bytes(data[:-100] + bytes(100))
+    assert nb.trace_problems(nb.load_trace(path))[0] == torn_message(len(lines))
+    # Nothing of the run reached the disk.
+    path.write_bytes(bytes(len(data)))
+    run = nb.load_trace(path)
+    assert [(r["type"], r["line"]) for r in run] == [(UNREADABLE, 1)]
+    assert nb.trace_problems(run) == [f"line 1 is {zeros}", "the trace does not begin with "
+                                      "agent_start", "the trace does not end with agent_end"]
+    assert nb.summary(run).startswith("run 1 (None): unfinished, turns: 0, wall time: 0.00 s")
+    assert path.read_bytes() == bytes(len(data))
+
+
+def test_a_line_that_is_json_but_no_trace_event_is_reported(tmp_path):
+    path = tmp_path / "odd.jsonl"
+    path.write_text('{"time": 1.0, "type": "agent_start", "model": "m"}\n[1, 2]\n'
+                    '{"type": "turn_start"}\n{"time": 2.0, "type": "agent_end"}\n')
+    run = nb.load_trace(path)
+    assert [r["type"] for r in run] == ["agent_start", UNREADABLE, UNREADABLE, "agent_end"]
+    assert nb.trace_problems(run)[:2] == [
+        "line 2 is JSON but not a trace event (it needs a time and a type)",
+        "line 3 is JSON but not a trace event (it needs a time and a type)"]
+    assert [r["time"] for r in run] == [1.0, 1.0, 1.0, 2.0]  # the time of the line before
+
+    path.write_text('{"time": 1.0, "type": "agent_st\n{"time": 2.0, "type": "turn_start", '
+                    '"turn": 1}\n')  # torn at the very start: the time of the line after it
+    assert [(r["type"], r["time"], r["turn"]) for r in nb.load_trace(path)] == [
+        (UNREADABLE, 2.0, 0), ("turn_start", 2.0, 1)]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_line_written_after_a_torn_one_starts_on_a_line_of_its_own(project, tmp_path, writer):
+    """Ctrl-C in the middle of a write tears that line, and the run goes on to write its
+    agent_end. Each writer ends the torn line first, so only that line is lost."""
+    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+    plain = tmp_path / "plain.jsonl"
+    handler = tracer if writer == "Tracer" else trace_to(str(plain))
+
+    def path():
+        return tracer.paths[0] if writer == "Tracer" else plain
+
+    def tear_then_write(event):
+        if event["type"] == "tool_execution_end":  # as if the write before it was cut short
+            with open(path(), "ab") as file:
+                file.write(b'{"time": 1767225600.0, "type": "tool_execution_st')
+        handler(event)
+
+    bot = Agent(ScriptedClient([tool_call("read_file", path="notes.txt"), reply("milk")]),
+                "scripted-demo", on_event=tear_then_write)
+    bot.chat("read the note")
+    run = nb.load_trace(path())
+    torn = [r["line"] for r in run if r["type"] == UNREADABLE]
+    assert len(torn) == 1 and nb.trace_problems(run) == [torn_message(torn[0])]
+    events = [r for r in run if r["type"] != UNREADABLE]
+    assert nb.recorded_history(events) == bot.messages[1:]  # every event is there, whole
+    assert events[-1]["type"] == "agent_end" and events[-1]["stop_reason"] == "done"
+
+
+def test_agent_py_appends_a_new_run_after_a_torn_last_line_on_a_line_of_its_own(
+        cli_trace, tmp_path):
+    path = tmp_path / "demo.jsonl"
+    data = cli_trace.read_bytes()
+    path.write_bytes(data[:-30])  # the first command was killed while writing its last line
+    done = subprocess.run([sys.executable, "agent.py", "--demo", "--trace", str(path), "-q"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert path.read_bytes().startswith(data[:-30] + b"\n")  # the torn line kept as it was
+    runs = nb.split_runs(nb.load_trace(path))
+    assert len(runs) == 8  # four runs, then the second command's four
+    assert [nb.trace_problems(run) for run in runs[3:5]] == [
+        [torn_message(data.count(b"\n")), "the trace does not end with agent_end"], []]
+    assert all(nb.trace_problems(run) == [] for run in runs[:3] + runs[4:])
+    assert "skipped: " + torn_message(data.count(b"\n")) in nb.summary(nb.load_trace(path))
 
 
 # --- record, then replay -----------------------------------------------------------------

@@ -74,11 +74,19 @@ def _(t, ask_or_edit):
             assert not decision.approved, f"{typed!r} approved"
             assert decision.reason == reason, f"{typed!r} gave the reason {decision.reason!r}"
 
-    with t.case("Ctrl-D and Ctrl-C reject"):
-        for key in (EOFError, KeyboardInterrupt):
-            with typing(key):
-                decision, _ = quietly(ask_or_edit(editor), "greet.py", diff)
-            assert not flow.as_decision(decision).approved, f"{key.__name__} approved"
+    with t.case("Ctrl-D rejects"):
+        with typing(EOFError):
+            decision, _ = quietly(ask_or_edit(editor), "greet.py", diff)
+        assert not flow.as_decision(decision).approved, "EOFError (Ctrl-D) approved"
+
+    with t.case("Ctrl-C is no answer: it stops the run (KeyboardInterrupt goes on)"):
+        stopped = False
+        with typing(KeyboardInterrupt):
+            try:
+                quietly(ask_or_edit(editor), "greet.py", diff)
+            except KeyboardInterrupt:
+                stopped = True
+        assert stopped, "Ctrl-C was turned into an answer, so the run would go on"
 
 
 @course.exercise("06.2", "approve once per file (remember)")

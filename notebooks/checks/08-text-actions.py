@@ -75,6 +75,11 @@ def _(t, parse_python_style):
         assert refused(parse_python_style, "Done!"), "plain text was accepted"
         assert refused(parse_python_style, "{'type': 'call_tool'}"), \
             "a call_tool without a name was accepted"
+    with t.case("a JSON refusal that is not about quotes stays: a finish, then another action"):
+        call = to_json({"type": "call_tool", "name": "read_file", "arguments": {"path": "a.txt"}})
+        quoted = f'The format is {{"type": "finish", "output": "..."}}. So: {call}'
+        assert refused(parse_python_style, quoted), \
+            "a finish with another action after it was accepted (read it as a Python literal?)"
 
 
 def action(name, **arguments):

@@ -98,6 +98,11 @@ def _(t, leaves):
         assert not {"1", "2", "4", "5", "7"} & set(got), f"{got} holds entries with children"
 
 
+def the_fork() -> sessions.Session:
+    assert Path("fork.jsonl").exists(), "fork() wrote no fork.jsonl"
+    return sessions.load_session("fork.jsonl")
+
+
 @course.exercise("09.3", "fork a branch into a file of its own")
 def _(t, fork):
     branched_session(Path("tree.jsonl")).close()
@@ -108,25 +113,40 @@ def _(t, fork):
         forked = fork(source, "9", "fork.jsonl")
         if isinstance(forked, sessions.Session):
             forked.close()
-        loaded = sessions.load_session("fork.jsonl")
+        loaded = the_fork()
         assert [p for p in loaded.problems if "compaction" not in p] == [], loaded.problems
     with t.case("it holds the branch's messages, the model's view of it"):
-        loaded = sessions.load_session("fork.jsonl")
+        loaded = the_fork()
         assert loaded.messages() == source.messages("9"), (
             f"messages {loaded.messages()} instead of {source.messages('9')}")
     with t.case("and its other entries in order, the unknown type carried with its fields"):
-        loaded = sessions.load_session("fork.jsonl")
+        loaded = the_fork()
         kinds = [e["type"] for e in loaded.path_to()]
         assert kinds == ["session", "message", "message", "message", "branch", "message",
                          "compaction"], f"the branch's types are {kinds}"
         assert loaded.entries[loaded.leaf].get("summary") == "from a newer version", (
             "the compaction entry lost its fields")
     with t.case("nothing from the other branch"):
-        loaded = sessions.load_session("fork.jsonl")
+        loaded = the_fork()
         texts = json.dumps(list(loaded.entries.values()))
         assert "on the first branch" not in texts and '"stop"' not in texts, (
             "entries of the other branch were copied")
         assert len(loaded.path_to()) == len(loaded.entries), "the fork has more than one branch"
+    with t.case("the fork can be gone on with: opened, it takes new entries"):
+        the_fork()
+        try:
+            with sessions.open_session("fork.jsonl") as session:
+                for text in ("one more", "and one after it"):
+                    session.append("note", text=text)
+        except sessions.SessionLocked:
+            raise AssertionError("fork() left fork.jsonl open for writing: return the new "
+                                 "session, or close it") from None
+        except sessions.SessionError as exc:
+            raise AssertionError(f"{exc}: an entry's id is the line it is on, so copied ids "
+                                 "collide with new ones; append each entry to new_session()'s "
+                                 "file, as the hint says") from None
+        texts = [e.get("text") for e in the_fork().path_to()]
+        assert texts[-2:] == ["one more", "and one after it"], f"the branch ends {texts[-2:]}"
     with t.case("a path that exists is refused and left as it was"):
         Path("taken.jsonl").write_text("keep me\n")
         try:

@@ -1,0 +1,196 @@
+"""Checks of lesson 12's coding exercises (notebooks/12-context-budget.ipynb, "Your turn")."""
+
+import copy
+import json
+
+import context_budget
+import course
+
+import agent
+
+SYSTEM, USER = {"role": "system", "content": "s"}, {"role": "user", "content": "go"}
+
+
+def call(call_id: str, name: str = "read_file", **arguments) -> dict:
+    return {"id": call_id, "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments or {"path": "a.txt"})}}
+
+
+def asks(*calls: dict, finish_reason: str | None = None) -> dict:
+    return {"role": "assistant", "content": "", "tool_calls": list(calls)}
+
+
+def result(call_id: str, content) -> dict:
+    text = content if isinstance(content, str) else json.dumps(content)
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def history_with_batches() -> list[dict]:
+    """0 system, 1 user, 2 two calls at once, 3-4 their results, 5 a call cut off by "length",
+    6 its "not executed" answer, 7 an answer, 8 a second user message, 9 a call, 10 its
+    result: the current turn begins at 9."""
+    not_run = agent.error_json("not executed: your output was truncated")
+    return [SYSTEM, USER, asks(call("c1"), call("c2", path="b.txt")), result("c1", "one"),
+            result("c2", "two"), asks(call("c3")), result("c3", not_run),
+            {"role": "assistant", "content": "done"}, {"role": "user", "content": "more"},
+            asks(call("c4")), result("c4", "four")]
+
+
+def is_valid_cut(messages: list[dict], wanted: int, cut) -> str | None:
+    """What is wrong with safe_cut's answer, or None."""
+    current = context_budget.current_turn(messages)
+    if not isinstance(cut, int):
+        return f"safe_cut returned {cut!r}, not an index"
+    if not 1 <= cut <= current:
+        return f"for wanted={wanted} it returned {cut}: a cut is between 1 and {current}"
+    if messages[cut]["role"] == "tool":
+        return f"for wanted={wanted} it returned {cut}, a tool result: its call is left behind"
+    best = max(i for i in range(1, min(max(wanted, 1), current) + 1)
+               if messages[i]["role"] != "tool")
+    if cut != best:
+        return f"for wanted={wanted} it returned {cut}; the latest safe cut is {best}"
+    problem = agent.pairing_problem(messages[:1] + messages[cut:])
+    return f"what it keeps does not pair up: {problem}" if problem else None
+
+
+@course.exercise("12.1", "a cut that keeps every call with its result")
+def _(t, safe_cut):
+    messages = history_with_batches()
+    with t.case("a cut at an assistant message or a user message stays where it is"):
+        for wanted in (2, 5, 8):
+            got = safe_cut(copy.deepcopy(messages), wanted)
+            assert got == wanted, f"for wanted={wanted} it returned {got}, not {wanted}"
+    with t.case("at a result of parallel calls, the cut moves back to their assistant message"):
+        got = safe_cut(copy.deepcopy(messages), 4)
+        assert got == 2, (f"for wanted=4 (the second of two parallel results) it returned {got}; "
+                          "only 2 keeps both calls with their results")
+    with t.case("a batch cut off by 'length' is a batch like any other"):
+        got = safe_cut(copy.deepcopy(messages), 6)
+        assert got == 5, f"for wanted=6 (the answer to a cut-off call) it returned {got}, not 5"
+    with t.case("never past the start of the current turn"):
+        for wanted in (9, 10, 11, 50):
+            got = safe_cut(copy.deepcopy(messages), wanted)
+            assert got == 9, f"for wanted={wanted} it returned {got}; the current turn begins at 9"
+    with t.case("never before 1: the system prompt is always sent"):
+        for wanted in (0, 1):
+            got = safe_cut(copy.deepcopy(messages), wanted)
+            assert got == 1, f"for wanted={wanted} it returned {got}, not 1"
+    with t.case("every answer, for every wanted, keeps a part a strict server accepts"):
+        for wanted in range(0, len(messages) + 2):
+            problem = is_valid_cut(messages, wanted, safe_cut(copy.deepcopy(messages), wanted))
+            assert problem is None, problem
+    with t.case("the list it is given is not changed"):
+        given = history_with_batches()
+        safe_cut(given, 4)
+        assert given == history_with_batches(), "safe_cut changed the messages it was given"
+
+
+def reading_history() -> list[dict]:
+    """A file read twice with an edit between, another read once, a failed read later, a
+    result cut by agent.bound (no longer JSON), and a listing."""
+    return [SYSTEM, USER,
+            asks(call("c1", path="a.txt")), result("c1", {"path": "a.txt", "content": "v1 " * 300}),
+            asks(call("c2", "edit_file", path="a.txt", old_str="v1", new_str="v2")),
+            result("c2", {"path": "a.txt", "action": "edited"}),
+            asks(call("c3", path="a.txt"), call("c4", path="b.txt")),
+            result("c3", {"path": "a.txt", "content": "v2 " * 300}),
+            result("c4", {"path": "b.txt", "content": "bee"}),
+            asks(call("c5", path="a.txt")), result("c5", {"error": "read_file: no such file"}),
+            asks(call("c6", path="big.log")), result("c6", agent.bound("x" * 5_000, 1_000)),
+            asks(call("c7", path="big.log")), result("c7", agent.bound("y" * 5_000, 1_000)),
+            asks(call("c8", "list_files", path=".")),
+            result("c8", {"path": ".", "files": [{"name": "a.txt", "type": "file"}]})]
+
+
+@course.exercise("12.2", "elide stale reads")
+def _(t, elide_stale_reads):
+    messages = reading_history()
+    calls = context_budget.call_names(messages)
+
+    def answer(given=None) -> list[dict]:
+        got = elide_stale_reads(copy.deepcopy(messages if given is None else given))
+        assert isinstance(got, list) and len(got) == len(given or messages), (
+            f"expected a list of {len(given or messages)} messages, got "
+            f"{len(got) if isinstance(got, list) else repr(got)[:40]}")
+        return got
+
+    with t.case("every message stays, in order, with its role and tool_call_id"):
+        got = answer()
+        for old, new in zip(messages, got, strict=True):
+            same = (old["role"], old.get("tool_call_id")) == (new["role"], new.get("tool_call_id"))
+            assert same, "a message changed its place, its role or its tool_call_id"
+        assert agent.pairing_problem(got) is None, agent.pairing_problem(got)
+    with t.case("a read superseded by a later successful read of the same file becomes a stub"):
+        got, expected = answer(), context_budget.stub(calls["c1"], messages[3]["content"])
+        assert got[3]["content"] == expected, (
+            f"the first read of a.txt should be context_budget.stub(call, content), got "
+            f"{got[3]['content'][:60]!r}")
+    with t.case("the newest successful read of each file is kept; a later failed read supersedes "
+                "nothing"):
+        got = answer()
+        assert got[7] == messages[7], "the second read of a.txt is its newest successful one"
+        assert got[8] == messages[8], "b.txt was read once: keep it"
+        assert got[10] == messages[10], "errors are kept as they are"
+    with t.case("a result cut by agent.bound (no longer JSON) is a successful read too"):
+        got = answer()
+        assert got[12]["content"] == context_budget.stub(calls["c6"], messages[12]["content"]), (
+            "big.log was read again (c7): its first, cut read is stale")
+        assert got[14] == messages[14], "the newest read of big.log must stay"
+    with t.case("other tools and other messages are left as they are"):
+        got = answer()
+        for i in (0, 1, 2, 4, 5, 6, 9, 11, 13, 15, 16):
+            assert got[i] == messages[i], f"message {i} ({messages[i]['role']}) was changed"
+    with t.case("two reads of one file in one batch: the first is stale"):
+        batch = [SYSTEM, USER, asks(call("x1", path="a.txt"), call("x2", path="a.txt")),
+                 result("x1", {"path": "a.txt", "content": "same"}),
+                 result("x2", {"path": "a.txt", "content": "same"})]
+        out = answer(batch)
+        assert out[3]["content"].startswith("[elided") and out[4] == batch[4], (
+            "in one batch, the later call's result is the newer one")
+    with t.case("the list and the messages it is given are not changed"):
+        given = reading_history()
+        elide_stale_reads(given)
+        assert given == reading_history(), "it changed what it was given; return new messages"
+
+
+class Numbers:
+    messages = [SYSTEM, USER, {"role": "assistant", "content": "x" * 400}]
+    tools = agent.TOOLS
+
+
+@course.exercise("12.3", "an estimate that learns from usage")
+def _(t, Calibrated):
+    plain = context_budget.estimate_tokens(Numbers.messages)
+    with_tools = context_budget.estimate_tokens(Numbers.messages, Numbers.tools)
+    with t.case("before any usage, it is estimate_tokens, tools included"):
+        fresh = Calibrated()
+        assert fresh.tokens(Numbers.messages) == plain, (
+            f"expected {plain}, got {fresh.tokens(Numbers.messages)}")
+        assert fresh.tokens(Numbers.messages, Numbers.tools) == with_tools, (
+            f"with the tools expected {with_tools}, got "
+            f"{fresh.tokens(Numbers.messages, Numbers.tools)}")
+    with t.case("after a server counted 1.5 times the estimate, it says 1.5 times as much"):
+        learner = Calibrated()
+        learner.observe(1_000, {"prompt_tokens": 1_500, "completion_tokens": 9})
+        got = learner.tokens(Numbers.messages)
+        assert got == round(plain * 1.5), f"expected {round(plain * 1.5)}, got {got}"
+        assert isinstance(got, int), f"a whole number, please, not {got!r}"
+    with t.case("the ratio is of all tokens so far, not of the last request"):
+        learner = Calibrated()
+        learner.observe(1_000, {"prompt_tokens": 1_500})
+        learner.observe(3_000, {"prompt_tokens": 3_000})
+        got = learner.tokens(Numbers.messages)
+        assert got == round(plain * 4_500 / 4_000), (
+            f"(1,500 + 3,000) / (1,000 + 3,000) is 1.125: expected {round(plain * 1.125)}, "
+            f"got {got}")
+    with t.case("no usage, no prompt_tokens, or 0 tokens: nothing is learned"):
+        learner = Calibrated()
+        for usage in (None, {}, {"completion_tokens": 5}, {"prompt_tokens": 0}):
+            learner.observe(1_000, usage)
+        got = learner.tokens(Numbers.messages)
+        assert got == plain, f"after only empty usage it should still say {plain}, not {got}"
+    with t.case("each Calibrated learns on its own"):
+        one, other = Calibrated(), Calibrated()
+        one.observe(1_000, {"prompt_tokens": 2_000})
+        assert other.tokens(Numbers.messages) == plain, (
+            "a second Calibrated learned from the first one's usage: keep the sums on self")

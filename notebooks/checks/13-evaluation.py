@@ -1,0 +1,178 @@
+"""Checks of lesson 13's coding exercises (course.check("13.k", ...) in the notebook).
+
+They build worlds with the lesson's own prepare() and run the student's code on them, or run
+the student's scripted model through the lesson's agent and verifier. They run in a scratch
+folder (course.check)."""
+
+import time
+from pathlib import Path
+
+import course
+import evaluation
+
+import agent
+
+# --- 13.1 a verifier of your own ------------------------------------------------------------
+
+APP = '''def load(path):
+    print("DEBUG loading", path)
+    with open(path) as file:
+        data = file.read()
+    print("DEBUG read", len(data), "characters")
+    return data
+
+
+def main():
+    print("Welcome to the shop")
+    return load("shop.txt")
+'''
+SOLVED = '''def load(path):
+    with open(path) as file:
+        data = file.read()
+    return data
+
+
+def main():
+    print("Welcome to the shop")
+    return load("shop.txt")
+'''
+
+
+def remove_debug(test) -> evaluation.Task:
+    """The exercise's task, with the student's test as its check."""
+    return evaluation.Task(
+        "remove-debug", "Remove the debugging print() calls from app.py; keep everything else.",
+        {"app.py": APP, "shop.txt": "apples\n"},
+        (evaluation.Check("content", "the debug prints are gone, and nothing else", test),),
+        lambda texts: ({"app.py": SOLVED}, "Removed the two DEBUG prints from app.py."),
+        reads=("app.py",))
+
+
+def world_with(test, app, answer="Done.", name="world"):
+    """A world of the task whose app.py now says app (None: deleted), and the answer."""
+    world = evaluation.prepare(remove_debug(test), Path(name))
+    if app is None:
+        (world.workspace / "app.py").unlink()
+    else:
+        (world.workspace / "app.py").write_text(app, encoding="utf-8")
+    world.answer = answer
+    return world
+
+
+@course.exercise("13.1", "a verifier that looks at the file, not at the answer")
+def _(t, debug_prints_removed):
+    cases = [
+        ("the task done: it passes", SOLVED, "Removed the DEBUG prints.", True),
+        ("app.py untouched: it fails", APP, "Done.", False),
+        ("app.py untouched, the answer says it is done: it still fails", APP,
+         "I removed both DEBUG prints from app.py.", False),
+        ("the welcome print removed too: it fails", SOLVED.replace(
+            '    print("Welcome to the shop")\n', ""), "Removed every print.", False),
+        ("another line changed as well: it fails", SOLVED.replace("return data",
+                                                                  "return data.strip()"),
+         "Done.", False),
+        ("blank lines left where the prints were: it fails",
+         APP.replace('    print("DEBUG loading", path)', "").replace(
+             '    print("DEBUG read", len(data), "characters")', ""), "Done.", False),
+        ("app.py deleted: it fails, and does not raise", None, "Deleted the file.", False),
+    ]
+    for number, (what, app, answer, passes) in enumerate(cases):
+        with t.case(what):
+            said = debug_prints_removed(world_with(debug_prints_removed, app, answer,
+                                                   f"case-{number}"))
+            assert isinstance(said, str), f"it returned {said!r}: return a string, \"\" if it holds"
+            if passes:
+                assert said == "", f"it said {said!r} for app.py as the task asked"
+            else:
+                assert said, "it returned \"\": the check holds, but the task is not done"
+    with t.case("as a check of the task, the suite's verify() passes the solved world"):
+        task = remove_debug(debug_prints_removed)
+        world = world_with(debug_prints_removed, SOLVED, name="suite")
+        results = evaluation.verify(task, world)
+        assert all(r["ok"] for r in results), [r["detail"] for r in results if not r["ok"]]
+
+
+# --- 13.2 flaky tasks ---------------------------------------------------------------------
+
+
+def runs_of(model, task, *passed):
+    return [{"model": model, "task": task, "run": n, "passed": p} for n, p in
+            enumerate(passed, 1)]
+
+
+@course.exercise("13.2", "flaky tasks: the runs of one model on one task disagree")
+def _(t, flaky):
+    with t.case("a task passed in some runs and failed in others is listed, with passed/total"):
+        runs = runs_of("m", "a", True, True, True) + runs_of("m", "b", True, False, False)
+        assert flaky(runs) == [("m", "b", "1/3")], f"got {flaky(runs)}"
+    with t.case("a task that always fails is not flaky, and neither is one that always passes"):
+        runs = runs_of("m", "a", False, False, False) + runs_of("m", "b", True, True, True)
+        assert flaky(runs) == [], f"got {flaky(runs)}"
+    with t.case("models are apart: one that passes and one that fails do not make it flaky"):
+        runs = runs_of("good", "a", True, True) + runs_of("bad", "a", False, False)
+        assert flaky(runs) == [], f"got {flaky(runs)}"
+    with t.case("k = 1: nothing is flaky"):
+        runs = runs_of("m", "a", True) + runs_of("m", "b", False)
+        assert flaky(runs) == [], f"got {flaky(runs)}"
+    with t.case("runs in any order are grouped, listed in the order first seen"):
+        runs = [*runs_of("m", "z", True), *runs_of("m", "a", False), *runs_of("n", "z", True),
+                {"model": "m", "task": "a", "run": 2, "passed": True},
+                {"model": "m", "task": "z", "run": 2, "passed": False}]
+        assert flaky(runs) == [("m", "z", "1/2"), ("m", "a", "1/2")], f"got {flaky(runs)}"
+    with t.case("on real results: the lesson's sloppy model, 3 runs of two tasks"):
+        assert flaky([]) == [], f"flaky([]) gave {flaky([])}"  # (before the runs: quick)
+        runs = evaluation.run_suite(
+            [evaluation.TASKS[evaluation.TASK_NAMES.index(n)] for n in ("gitignore", "fix-total")],
+            ["sloppy"], k=3, workers=2, output="k3.jsonl", progress=None,
+            settings=evaluation.Settings(clock="simulated"))
+        assert flaky(runs) == [("sloppy", "fix-total", "1/3")], f"got {flaky(runs)}"
+
+
+# --- 13.3 a sixth character ---------------------------------------------------------------
+
+ODD = evaluation.Task(
+    "odd-names", "What is in this folder?",
+    {"zebra.txt": "stripes\n", "aardvark.md": "# ants\n", "nested/deep.txt": "not at the top\n"},
+    (), lambda texts: ({}, "Two files and a folder."))
+
+
+def asked(asking, task, name, surprise=False):
+    """Run asking on task: the world it left, the agent, and its calls with their results.
+    surprise: a file appears in the workspace that the task does not list."""
+    world = evaluation.prepare(task, Path(name))
+    if surprise:
+        (world.workspace / "surprise.txt").write_text("not in task.files\n", encoding="utf-8")
+    bot = evaluation.build_agent(asking(task, 1), world, evaluation.Settings(), time.time, None)
+    world.answer = bot.chat(task.text)
+    return world, bot, evaluation.observations(bot.messages)
+
+
+@course.exercise("13.3", "a scripted model that reads everything and asks instead of acting")
+def _(t, asking):
+    with t.case("it is a ScriptedClient"):
+        client = asking(evaluation.TASKS[0], 1)
+        assert isinstance(client, agent.ScriptedClient), f"asking() returned {client!r}"
+    with t.case("it reacts to the listing: it reads what is there, not what task.files says"):
+        world, bot, seen = asked(asking, ODD, "odd", surprise=True)
+        calls = [(s.name, s.arguments.get("path")) for s in seen]
+        assert calls == [("list_files", "."), ("read_file", "aardvark.md"),
+                         ("read_file", "surprise.txt"), ("read_file", "zebra.txt")], \
+            f"its calls were {calls}"
+    with t.case("on every task of the suite it lists, reads every top-level file, changes "
+                "nothing and asks"):
+        for task in evaluation.TASKS:
+            world, bot, seen = asked(asking, task, task.name)
+            top = sorted(name for name in task.files if "/" not in name)
+            read = [s.arguments.get("path") for s in seen if s.name == "read_file"]
+            assert seen and (seen[0].name, seen[0].arguments.get("path")) == ("list_files", "."), \
+                f"{task.name}: its first call is not list_files(\".\")"
+            assert read == top, f"{task.name}: it read {read}, not {top}"
+            assert all(s.name in ("list_files", "read_file") for s in seen), \
+                f"{task.name}: it called {[s.name for s in seen]}; only list and read"
+            assert world.files() == task.files, f"{task.name}: the workspace changed"
+            assert bot.stop_reason == "done" and world.answer.rstrip().endswith("?"), \
+                f"{task.name}: it ended {bot.stop_reason!r} with {world.answer!r}, not a question"
+    with t.case("what the suite makes of it: every run is a false done"):
+        runs = [evaluation.run_one(task, "asking", 1, evaluation.Settings(clock="simulated"),
+                                   {"asking": asking}) for task in evaluation.TASKS[:3]]
+        assert all(r["false_done"] for r in runs), [r["reason"] for r in runs]

@@ -1,0 +1,432 @@
+"""The builder's kit: the agent of Agent from Zero with every safeguard of the course on.
+
+    python main.py "add a --verbose flag to cli.py"       one task in the current folder
+    python main.py --workdir ~/project                    an interactive session there
+    python main.py --resume sessions/20260101-120000.jsonl "go on"
+    python main.py --scripted examples/hello.json --workdir play "say hello"   (offline)
+
+What it wires together, each from its lesson's module beside this file:
+  sandbox (05)                the file tools are jailed in the workspace (--workdir); the shell
+                              tool runs there, bounded in time, output and resources
+  diff_approval (06)          every edit is shown as a diff and asked y/N at the terminal; so is
+                              every shell command (a command could change files unasked)
+  tracing (07)                every run (one task) writes its own trace file
+  text_actions (08)           --text-actions: for a model without tool calling
+  sessions (09)               the conversation is recorded as it happens; --resume goes on with
+                              it, after a crash too
+  parallel_and_steering (10)  reads of one batch run at the same time (--no-parallel)
+  streaming (11)              replies are shown as they are written (--no-stream)
+  context_budget (12)         a request the server refuses as too long is sent again with the
+                              oldest turns summarised; --budget and --elide-after compact before
+                              that (--no-compact). The session always keeps the whole history
+A module marked with a flag may be deleted: main.py then runs without it (--help says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import itertools
+import json
+import os
+import sys
+import time
+from functools import partial
+from importlib.util import find_spec
+from pathlib import Path
+
+import diff_approval
+import openai
+import sandbox
+import sessions
+import tracing
+
+import agent
+
+HERE = Path(__file__).resolve().parent
+
+
+def optional(name: str):
+    """A lesson's module if its file is here, else None. Only a missing module is None: one
+    that is here but fails to import raises, as it should."""
+    return importlib.import_module(name) if find_spec(name) else None
+
+
+streaming = optional("streaming")  # lesson 11
+parallel_and_steering = optional("parallel_and_steering")  # lesson 10
+context_budget = optional("context_budget")  # lesson 12
+text_actions = optional("text_actions")  # lesson 08 (it needs guards.py, lesson 04)
+
+SCRIPTED_MODEL = "scripted-demo"  # the offline model's name: lesson 07 prices it, for the figures
+PROMPT = (sandbox.SANDBOX_PROMPT
+          + diff_approval.APPROVAL_PROMPT.removeprefix(agent.SYSTEM_PROMPT))
+SHELL_PROMPT = ("\nrun_command runs a shell command in the workspace; a person approves each "
+                "one first. Use it to run the tests.")
+NO_KEY = ("No OPENAI_API_KEY is set. Export your key (for a local server such as Ollama, any "
+          "value, with OPENAI_BASE_URL pointing at it), or try it offline on a scripted "
+          "model: mkdir -p play && python main.py --scripted examples/hello.json --workdir "
+          "play 'Say hello'")
+
+
+# --- The command line -----------------------------------------------------------------------
+
+
+OPTIONAL = {"streaming": "streaming", "parallel_and_steering": "parallel reads",
+            "context_budget": "compaction", "text_actions": "--text-actions"}
+
+
+def parse_args(argv):
+    missing = [f"{name}.py ({what})" for name, what in OPTIONAL.items()
+               if globals()[name] is None]  # the module, or None (optional(), above)
+    parser = argparse.ArgumentParser(
+        prog="main.py", description="A coding agent with a sandbox, diff approval, traces and "
+        "sessions. Without a task, starts an interactive session.",
+        epilog="Not in this kit, so off: " + ", ".join(missing) if missing else None)
+    parser.add_argument("task", nargs="?", help="one task to run, then exit")
+    parser.add_argument("--workdir", help="the workspace: the only folder the file tools reach "
+                        "(default: the current folder; on --resume, the session's)")
+    parser.add_argument("--resume", metavar="SESSION", help="go on with a session file")
+    parser.add_argument("--model", help=f"model name (default: $AGENT_MODEL, the session's, or "
+                        f"{agent.DEFAULT_MODEL})")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--max-turns", type=agent.positive_int, default=agent.MAX_TURNS,
+                        help=f"model calls per task (default: {agent.MAX_TURNS})")
+    parser.add_argument("--scripted", metavar="FILE.json", type=script_file,
+                        help="answer from a scripted model instead (no key, no network): a "
+                        "JSON list of steps, see examples/hello.json")
+    parser.add_argument("--sessions", metavar="DIR", default=str(HERE / "sessions"),
+                        help="where new sessions go (default: sessions/ beside main.py)")
+    parser.add_argument("--traces", metavar="DIR", default=str(HERE / "traces"),
+                        help="where trace files go, a folder per session (default: traces/ "
+                        "beside main.py)")
+    parser.add_argument("--no-shell", action="store_true",
+                        help="no run_command tool: the agent can only read and edit files")
+    parser.add_argument("--no-parallel", action="store_true",
+                        help="run every tool call alone, reads too")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="ask for whole replies (for a server that cannot stream)")
+    parser.add_argument("--no-compact", action="store_true",
+                        help="send the whole history every time, even after the server said it "
+                        "is too long (then the task stops with an error)")
+    parser.add_argument("--budget", metavar="TOKENS", type=agent.positive_int,
+                        help="summarise the oldest turns whenever the request would be longer "
+                        "than about TOKENS (default: only when the server refuses one)")
+    parser.add_argument("--elide-after", metavar="TURNS", type=agent.positive_int,
+                        help="send long tool results older than TURNS turns as a short note "
+                        "saying how to get them back (default: always whole)")
+    parser.add_argument("--text-actions", action="store_true",
+                        help="for a model without tool calling: it replies with JSON actions "
+                        "in its text (lesson 08); replies are not streamed")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the answers")
+    args = parser.parse_args(argv)
+    if args.task is not None and not args.task.strip():
+        parser.error("the task is empty")
+    if args.workdir and not Path(args.workdir).is_dir():
+        parser.error(f"--workdir {args.workdir}: no such folder")
+    if args.resume and not Path(args.resume).is_file():
+        parser.error(f"--resume {args.resume}: no such session file")
+    if (args.budget or args.elide_after) and (args.no_compact or context_budget is None):
+        parser.error("--budget and --elide-after compact the history: they need "
+                     "context_budget.py, and no --no-compact")
+    if args.text_actions and text_actions is None:
+        parser.error("--text-actions needs text_actions.py and guards.py beside main.py")
+    for flag in ("sessions", "traces"):
+        folder = Path(getattr(args, flag))
+        if folder.exists() and not folder.is_dir():
+            parser.error(f"--{flag} {folder}: a file, not a folder")
+    return args
+
+
+STEP_FIELDS = {"content", "calls", "finish_reason"}
+
+
+def script_file(name: str) -> list:
+    """--scripted FILE.json: steps for agent.ScriptedClient, one per model response:
+    [{"calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]}, {"content": "Done."}]
+    A step has any of "content" (its text), "calls" (tool calls, run as one batch) and
+    "finish_reason"; a call's "arguments" is an object, or a string sent as it is (to test
+    arguments that are not valid JSON)."""
+    try:
+        data = json.loads(Path(name).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {name}: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise argparse.ArgumentTypeError(f"{name} is not JSON: {exc}") from None
+    if not isinstance(data, list) or not data:
+        raise argparse.ArgumentTypeError(f"{name} must hold a JSON list of steps")
+    try:
+        return [as_step(item) for item in data]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{name}: {exc}") from None
+
+
+def as_step(item) -> dict:
+    if not isinstance(item, dict) or not set(item) <= STEP_FIELDS:
+        raise ValueError(f"a step is an object with {', '.join(sorted(STEP_FIELDS))}, not "
+                         f"{agent.one_line(json.dumps(item), 60)}")
+    calls, content = item.get("calls", []), item.get("content", "")
+    if not isinstance(calls, list) or not isinstance(content, str):
+        raise ValueError("a step's calls must be a list, and its content a string")
+    made = []
+    for call in calls:
+        arguments = call.get("arguments", {}) if isinstance(call, dict) else None
+        if not (isinstance(call, dict) and isinstance(call.get("name"), str)
+                and set(call) <= {"name", "arguments"} and isinstance(arguments, (dict, str))):
+            raise ValueError(f'a call is {{"name": ..., "arguments": {{...}}}}, not '
+                             f"{agent.one_line(json.dumps(call), 60)}")
+        text = arguments if isinstance(arguments, str) else agent.to_json(arguments)
+        made.append({"name": call["name"], "arguments": text})
+    return agent.step(*made, content=content, finish_reason=item.get("finish_reason"))
+
+
+# --- The pieces: client, tools, agent, handlers ---------------------------------------------
+
+
+def make_client(args, streamed: bool, history: list[dict]):
+    """The scripted model, or the real one (the openai SDK reads OPENAI_API_KEY and
+    OPENAI_BASE_URL itself)."""
+    if not args.scripted:
+        return openai.OpenAI(base_url=args.base_url) if args.base_url else openai.OpenAI()
+    client = (streaming.StreamingScriptedClient(args.scripted) if streamed
+              else agent.ScriptedClient(args.scripted))
+    # It numbers its calls call_1, call_2...: on a resumed history, go on from its last one,
+    # as a real server's ids would never repeat one.
+    client.call_count = sum(len(m.get("tool_calls", [])) for m in history)
+    return client
+
+
+def ask_command(label: str, command: str) -> diff_approval.Decision:
+    """The shell's terminal policy, as ask_terminal is the edits' (and called alike: a label,
+    then what to show): show the command, ask y/N. Only y (or yes) approves; words typed
+    instead of n are the reason the model reads."""
+    print(f"$ {diff_approval.visible(command)}")
+    try:
+        answer = input("run this command in the workspace? [y/N, or say why not] ").strip()
+    except (EOFError, KeyboardInterrupt):
+        print()
+        return diff_approval.reject("no answer from the person (input closed or Ctrl-C)")
+    if answer.lower() in ("y", "yes"):
+        return diff_approval.APPROVE
+    return diff_approval.reject("the person said no" if answer.lower() in ("", "n", "no")
+                                else answer)
+
+
+def gated(run_command, policy):
+    """run_command, run only once policy approves it. Same name and parameter as the tool's
+    schema, so agent.check_tools still agrees."""
+    def run_command_gated(command: str) -> dict:
+        decision = diff_approval.as_decision(policy(f"$ {command}", command))
+        if not decision.approved:
+            raise diff_approval.Rejected(f"the person did not run this command: "
+                                         f"{decision.reason or 'no reason given'}. Nothing ran.")
+        return run_command(command)
+    run_command_gated.__name__ = "run_command"
+    return run_command_gated
+
+
+def make_tools(root: Path, session, shell: bool) -> tuple[list, dict]:
+    """Lesson 05's jailed tools, with lesson 06's approval stacked on them; every decision is
+    also written to the session (an edit's under its path, a command's as "$ command")."""
+    tools, registry = sandbox.sandbox_tools(
+        root, risks=("read", "write", "execute") if shell else ("read", "write"))
+    if shell:
+        registry["run_command"] = gated(registry["run_command"],
+                                        sessions.recording_decisions(session, ask_command))
+    return diff_approval.approval_tools(
+        sessions.recording_decisions(session, diff_approval.ask_terminal),
+        root=root, resolve=partial(sandbox.resolve_in, root), tools=tools, registry=registry)
+
+
+def agent_class(args) -> type:
+    """The lessons' agents each change other methods of agent.Agent (ask_model to stream,
+    answer_calls to run reads together, request_messages to compact), so they stack as one
+    class; the loop stays agent.py's."""
+    parts = []
+    if context_budget is not None and not args.no_compact:
+        parts.append(context_budget.CompactingAgent)
+    if args.text_actions:
+        parts.append(text_actions.TextAgent)
+    elif streaming is not None and not args.no_stream:
+        parts.append(streaming.StreamingAgent)
+    if parallel_and_steering is not None and not args.no_parallel:
+        parts.append(parallel_and_steering.ParallelAgent)
+    return type("KitAgent", tuple(parts) or (agent.Agent,), {})
+
+
+# --- Sessions -------------------------------------------------------------------------------
+
+
+def start_session(folder: Path) -> sessions.Session:
+    """A new session file named after the time: 20260101-120000.jsonl, or -2, -3... after it
+    when two start in the same second. (new_session never overwrites: it refuses a file that
+    appeared in between.)"""
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in itertools.count(1):
+        path = folder / (f"{stamp}.jsonl" if n == 1 else f"{stamp}-{n}.jsonl")
+        if not path.exists():
+            return sessions.new_session(path)
+
+
+def recorded_workspace(session: sessions.Session) -> str | None:
+    """The workspace the session's branch last worked in (main.py notes it)."""
+    return next((e["workspace"] for e in session.ancestors()
+                 if e["type"] == "note" and "workspace" in e), None)
+
+
+def shown(path: Path) -> str:
+    """A path as short as it can be said from here."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith("..") else relative
+
+
+def say(text: str, quiet: bool = False) -> None:
+    """What main.py itself has to say goes to stderr: stdout is the conversation."""
+    if not quiet:
+        print(text, file=sys.stderr, flush=True)
+
+
+# --- Running it -----------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if not args.scripted and not os.environ.get("OPENAI_API_KEY"):
+        print(NO_KEY, file=sys.stderr)
+        return 2
+    try:
+        session = (sessions.open_session(args.resume) if args.resume
+                   else start_session(Path(args.sessions)))
+    except (sessions.SessionError, OSError) as exc:  # locked, not a session; a folder we may
+        print(f"main.py: {exc}", file=sys.stderr)  # not write in
+        return 1
+    with session:
+        return run(args, session)
+
+
+def run(args, session: sessions.Session) -> int:
+    for problem in session.problems:  # a torn last line, say: loaded, and said
+        if not (compacting(args) and "of type 'compaction'" in problem):  # read below
+            say(f"session: {problem}")
+    workdir = args.workdir or recorded_workspace(session) or "."
+    if not Path(workdir).is_dir():
+        say(f"main.py: the session worked in {workdir}, which is gone; give --workdir")
+        return 2
+    root = Path(os.path.realpath(workdir))
+    if recorded_workspace(session) != str(root):
+        session.append("note", text=f"main.py works in {root}", workspace=str(root))
+    bot, tracer = make_agent(args, session, root)
+    try:
+        go_on_with(session, bot, args)
+    except ValueError as exc:  # a branch no model may be sent (SessionError), or a compaction
+        say(f"main.py: {exc}")  # entry that does not fit its branch: the file is as it was
+        return 1
+    say(f"workspace: {shown(root)}   session: {shown(session.path)}", args.quiet)
+    try:
+        return converse(bot, args, tracer)
+    finally:
+        say(f"go on with: python {shown(HERE / 'main.py')} --resume {shown(session.path)}",
+            args.quiet)
+
+
+def compacting(args) -> bool:
+    return context_budget is not None and not args.no_compact
+
+
+def make_agent(args, session: sessions.Session, root: Path):
+    """The agent, its tools in root, its events shown, traced (and recorded: go_on_with)."""
+    shell = not args.no_shell
+    streamed = not args.text_actions and streaming is not None and not args.no_stream
+    tools, registry = make_tools(root, session, shell)
+    view = [] if args.quiet else [streaming.StreamView() if streaming else agent.print_event]
+    tracer = tracing.Tracer(Path(args.traces) / session.path.stem)
+    model = args.model or (SCRIPTED_MODEL if args.scripted else os.environ.get("AGENT_MODEL")
+                           or session.model())
+    options = {"tools": tools, "registry": registry, "max_turns": args.max_turns,
+               "system_prompt": PROMPT + (SHELL_PROMPT if shell else ""),
+               "on_event": agent.fan_out(*view, tracer)}
+    if compacting(args):  # without a budget, it summarises only when a request is refused
+        options.update(budget=args.budget, elide_after=args.elide_after)
+        if args.budget:
+            options["keep_recent"] = args.budget // 4  # tokens of the latest turns kept whole
+    client = make_client(args, streamed, session.messages())
+    return agent_class(args)(client, model, **options), tracer
+
+
+def go_on_with(session: sessions.Session, bot, args) -> None:
+    """Record bot's runs in the session: a new one from the start; one with a conversation
+    from its current branch, after repairing what a crash left open (sessions.resume)."""
+    if session.messages():
+        open_calls = sessions.open_calls(session.path_to())
+        sessions.resume(session, bot)
+        if compacting(args):  # the summary it had, so its next request is the one it would
+            context_budget.restore_compaction(session, bot)  # have sent
+        say(f"resumed {shown(session.path)}: {len(bot.messages)} messages"
+            + (f", {len(open_calls)} call(s) left open by a crash answered as interrupted"
+               if open_calls else ""), args.quiet)
+    else:
+        sessions.record(session, bot)
+    if compacting(args):
+        context_budget.record_compactions(session, bot)
+
+
+def converse(bot, args, tracer) -> int:
+    """One task, or an interactive session: each task is one run, one trace file."""
+    while True:
+        try:
+            text = args.task if args.task is not None else input("\nyou> ").strip()
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return 0
+        if not text or text.lower() in ("exit", "quit"):
+            return 0
+        status = run_task(bot, text, args.quiet)
+        say(f"trace: {shown(tracer.paths[-1])}  ({figures(tracer.paths[-1])})", args.quiet)
+        if status is None:
+            return 1
+        if args.task is not None:
+            return status
+        # interactive: after Ctrl-C or a failed request, the next task may go better
+
+
+def run_task(bot, text: str, quiet: bool) -> int | None:
+    """Run one task: 0 when it ended, 1 when the model could not be asked, 130 on Ctrl-C,
+    None when the scripted model has run out (no later task can go on). Whichever way it
+    ends, agent.Agent.chat has left a history that can be sent again, and the session holds
+    it."""
+    try:
+        answer = bot.chat(text)
+    except KeyboardInterrupt:
+        print()
+        say("interrupted: the session keeps everything up to here")
+        return 130
+    except agent.ScriptExhausted as exc:
+        say(f"the scripted model has no more steps: {exc}")
+        return None
+    except openai.OpenAIError as exc:
+        where = getattr(bot.client, "base_url", None) or "the model server"
+        say(f"model request to {where} failed: {agent.one_line(str(exc), 300)}")
+        return 1
+    if quiet:
+        print(answer)
+    return 0
+
+
+def figures(trace: Path) -> str:
+    """The run's figures from its trace, in one line."""
+    run = tracing.load_trace(trace)
+    totals = tracing.totals(run)
+    cost = "?" if totals["cost"] is None else f"${totals['cost']:.4f}"
+    return (f"{totals['stop_reason']}, {totals['turns']} turns, {totals['tool_calls']} tool "
+            f"calls, {totals['prompt_tokens'] + totals['completion_tokens']:,} tokens, {cost}")
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C before or after a task: nothing is half-done
+        print()
+        sys.exit(130)
+    except BrokenPipeError:  # e.g. `python main.py ... | head`: the reader left early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -1,0 +1,421 @@
+"""The kit's tests: main.py on the scripted model, no key and no network. Run them from the
+kit's folder with `python -m pytest`. Most call main.main() in this process (fast); the ones
+that need a process of its own (Ctrl-C, a module deleted) start one."""
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+KIT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(KIT))  # main.py and the lessons' modules, however pytest was started
+
+import main  # noqa: E402
+import sessions  # noqa: E402
+import tracing  # noqa: E402
+
+import agent  # noqa: E402
+
+
+@pytest.fixture
+def kit(tmp_path, monkeypatch, capsys):
+    """Run main.main() with a script, the person's answers on stdin, and every file it makes
+    under tmp_path. Returns a function: run(*steps, task=..., answers=..., flags=...)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def run(*steps, task="do it", answers="", flags=()):
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps(list(steps)))
+        monkeypatch.setattr("sys.stdin", io.StringIO(answers))
+        argv = ["--sessions", str(tmp_path / "sessions"), "--traces", str(tmp_path / "traces"),
+                "--workdir", str(work), "--scripted", str(script), *flags]
+        code = main.main([*argv, task] if task else argv)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    run.work, run.tmp = work, tmp_path
+    return run
+
+
+def call(name, **arguments):
+    return {"name": name, "arguments": arguments}
+
+
+def only_session(tmp_path) -> sessions.Session:
+    [path] = (tmp_path / "sessions").iterdir()
+    return sessions.load_session(path)
+
+
+def create(path, text):
+    return {"calls": [call("edit_file", path=path, old_str="", new_str=text)]}
+
+
+# --- Flags and messages -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--max-turns", "0"], "at least 1"),
+    (["--workdir", "no/such/folder"], "no such folder"),
+    (["--resume", "no-such-session.jsonl"], "no such session file"),
+    (["--scripted", "no-such-script.json"], "cannot read"),
+    (["--bogus"], "unrecognized arguments"),
+    ([""], "the task is empty"),
+])
+def test_a_bad_flag_gets_a_message_and_status_2_not_a_traceback(flags, said, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main.main(flags)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("script, said", [
+    ("not json", "is not JSON"),
+    ("[]", "a JSON list of steps"),
+    ('[{"say": "hi"}]', "a step is an object with calls, content, finish_reason"),
+    ('[{"calls": [{"name": "read_file", "args": {}}]}]', 'a call is {"name": ...'),
+    ('[{"calls": {"name": "read_file"}}]', "calls must be a list"),
+])
+def test_a_bad_script_is_refused_before_anything_runs(script, said, tmp_path, capsys):
+    path = tmp_path / "script.json"
+    path.write_text(script)
+    with pytest.raises(SystemExit):
+        main.main(["--scripted", str(path), "--sessions", str(tmp_path / "s"), "task"])
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()  # no session was started
+
+
+def test_a_session_that_cannot_be_resumed_is_a_message_and_left_as_it_was(kit):
+    assert kit(create("a.md", "a\n"), {"content": "ok"}, answers="y\n")[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    with sessions.open_session(path):  # another writer has it open
+        code, out, err = kit({"content": "no"}, flags=["--resume", str(path)])
+    assert code == 1 and "open for writing elsewhere" in err
+    trace = next((kit.tmp / "traces").rglob("*.jsonl"))
+    before = trace.read_bytes()
+    code, out, err = kit({"content": "no"}, flags=["--resume", str(trace)])
+    assert code == 1 and "is not a session" in err and trace.read_bytes() == before
+
+
+def test_without_a_key_it_says_how_to_set_one_and_exits_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main.main(["--sessions", str(tmp_path / "s"), "a task"]) == 2
+    err = capsys.readouterr().err
+    assert "OPENAI_API_KEY" in err and "--scripted" in err
+    assert not (tmp_path / "s").exists()
+
+
+# --- A run: approved edits, a session, a trace --------------------------------------------------
+
+
+def test_the_example_creates_edits_and_runs_a_file_each_step_approved(kit):
+    steps = json.loads((KIT / "examples" / "hello.json").read_text())
+    code, out, err = kit(*steps, answers="y\ny\ny\n")
+    assert code == 0, err
+    assert (kit.work / "hello.py").read_text() == "print('Hello, world')\n"
+    assert out.count("[y/N, or say why not]") == 3  # two diffs and one command were asked
+    assert "+print('Hello')" in out and "$ python3 hello.py" in out
+    session = only_session(kit.tmp)
+    assert agent.pairing_problem(session.messages()) is None
+    approvals = [e for e in session.path_to() if e["type"] == "approval"]
+    assert [(e["path"], e["approved"]) for e in approvals] == [
+        ("hello.py", True), ("hello.py", True), ("$ python3 hello.py", True)]
+    [trace] = (kit.tmp / "traces" / session.path.stem).iterdir()
+    run = tracing.load_trace(trace)
+    assert tracing.trace_problems(run) == [] and run[-1]["stop_reason"] == "done"
+    assert "trace:" in err and "--resume" in err
+
+
+def test_a_rejected_edit_writes_nothing_and_the_model_reads_the_reason(kit):
+    code, out, err = kit(create("notes.md", "x"), {"content": "Understood."},
+                         answers="put it in README.md instead\n")
+    assert code == 0, err
+    assert not (kit.work / "notes.md").exists()
+    result = only_session(kit.tmp).messages()[-2]
+    assert result["role"] == "tool" and "put it in README.md instead" in result["content"]
+
+
+def test_a_command_runs_only_on_yes(kit):
+    steps = [{"calls": [call("run_command", command="touch ran.txt")]}, {"content": "ok"}]
+    assert kit(*steps, answers="\n")[0] == 0  # Enter alone is no
+    assert not (kit.work / "ran.txt").exists()
+    assert "the person said no" in only_session(kit.tmp).messages()[-2]["content"]
+    assert kit(*steps, answers="yes\n")[0] == 0
+    assert (kit.work / "ran.txt").exists()
+
+
+def test_without_the_shell_the_model_is_not_offered_run_command(kit):
+    steps = [{"calls": [call("run_command", command="touch ran.txt")]}, {"content": "ok"}]
+    assert kit(*steps, answers="y\n", flags=["--no-shell"])[0] == 0
+    assert not (kit.work / "ran.txt").exists()
+    assert "unknown tool" in only_session(kit.tmp).messages()[-2]["content"]
+
+
+def test_the_file_tools_stay_in_the_workspace(kit):
+    (kit.tmp / "secret.txt").write_text("outside")
+    code, out, err = kit({"calls": [call("read_file", path="../secret.txt")]},
+                         {"content": "I could not."})
+    assert code == 0
+    assert "escapes the workspace" in only_session(kit.tmp).messages()[-2]["content"]
+    assert "outside" not in out
+
+
+def test_reads_of_one_batch_run_at_the_same_time_unless_told_not_to(kit, monkeypatch):
+    """Two reads that each wait for the other finish only if they run together."""
+    (kit.work / "a.txt").write_text("a")
+    (kit.work / "b.txt").write_text("b")
+    meeting, threads = threading.Barrier(2, timeout=10), []
+    real = main.make_tools
+
+    def tools_that_meet(*args):
+        tools, registry = real(*args)
+        read = registry["read_file"]
+
+        def read_file(path: str) -> dict:
+            threads.append(threading.current_thread())
+            if threading.current_thread() is not threading.main_thread():
+                meeting.wait()  # the other read must be running too
+            return read(path)
+        return tools, {**registry, "read_file": read_file}
+
+    monkeypatch.setattr(main, "make_tools", tools_that_meet)
+    both = {"calls": [call("read_file", path="a.txt"), call("read_file", path="b.txt")]}
+    assert kit(both, {"content": "read"})[0] == 0
+    assert [m["content"] for m in only_session(kit.tmp).messages()[-3:-1]] == [
+        '{"path": "a.txt", "content": "a"}', '{"path": "b.txt", "content": "b"}']
+    assert threading.main_thread() not in threads
+    threads.clear()
+    shutil.rmtree(kit.tmp / "sessions")
+    assert kit(both, {"content": "read"}, flags=["--no-parallel"])[0] == 0
+    assert threads == [threading.main_thread()] * 2  # one after the other, in the loop's thread
+
+
+def test_a_session_resumed_goes_on_with_the_same_conversation(kit):
+    assert kit(create("a.md", "one\n"), {"content": "Made a.md."}, answers="y\n")[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    steps = [{"calls": [call("read_file", path="a.md")]},  # a new process has not read it
+             {"calls": [call("edit_file", path="a.md", old_str="one", new_str="two")]},
+             {"content": "Changed it."}]
+    code, out, err = kit(*steps, answers="y\n", flags=["--resume", str(path)])
+    assert code == 0, err
+    assert (kit.work / "a.md").read_text() == "two\n"
+    messages = sessions.load_session(path).messages()
+    assert [m["role"] for m in messages].count("system") == 1
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["do it", "do it"]
+    assert agent.pairing_problem(messages) is None
+    ids = [c["id"] for m in messages for c in m.get("tool_calls", [])]
+    assert len(ids) == len(set(ids)) == 3  # the scripted model's ids go on, never repeat
+    assert len(list((kit.tmp / "traces" / path.stem).iterdir())) == 2  # a trace per run
+
+
+def test_resume_works_in_the_session_s_workspace_unless_told_otherwise(kit, monkeypatch):
+    assert kit(create("a.md", "one\n"), {"content": "ok"}, answers="y\n")[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    script = kit.tmp / "more.json"
+    script.write_text(json.dumps([create("b.md", "two\n"), {"content": "ok"}]))
+    assert main.main(["--resume", str(path), "--scripted", str(script), "--traces",
+                      str(kit.tmp / "traces"), "more"]) == 0  # no --workdir
+    assert (kit.work / "b.md").read_text() == "two\n"
+
+
+def test_a_model_without_tool_calling_acts_through_text(kit):
+    action = {"type": "call_tool", "name": "edit_file",
+              "arguments": {"path": "t.md", "old_str": "", "new_str": "text\n"}}
+    finish = {"type": "finish", "output": "Wrote t.md."}
+    code, out, err = kit({"content": json.dumps(action)}, {"content": json.dumps(finish)},
+                         answers="y\n", flags=["--text-actions"])
+    assert code == 0, err
+    assert (kit.work / "t.md").read_text() == "text\n"
+    assert "Wrote t.md." in out
+
+
+def test_a_script_that_runs_out_is_a_message_and_status_1(kit):
+    code, out, err = kit({"calls": [call("list_files")]})
+    assert code == 1 and "no more steps" in err
+    assert agent.pairing_problem(only_session(kit.tmp).messages()) is None
+
+
+def test_help_says_which_optional_modules_are_not_here(monkeypatch, capsys):
+    for name in ("streaming", "context_budget"):
+        monkeypatch.setattr(main, name, None)  # as if their files had been deleted
+    with pytest.raises(SystemExit):
+        main.main(["--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "Not in this kit, so off: streaming.py (streaming), context_budget.py (compaction)" \
+        in said
+    with pytest.raises(SystemExit):
+        main.main(["--budget", "1000", "task"])
+    assert "need context_budget.py" in capsys.readouterr().err
+
+
+# --- Compaction (lesson 12) -------------------------------------------------------------------
+
+needs_compaction = pytest.mark.skipif(main.context_budget is None,
+                                      reason="context_budget.py is not in this kit")
+
+
+class Clients(list):
+    """Every client main.py made, to look at what was sent (client.requests)."""
+    window = None  # tokens: when set, each client sits behind a server with that window
+
+
+@pytest.fixture
+def clients(monkeypatch):
+    made, real = Clients(), main.make_client
+
+    def make_client(*args):
+        client = real(*args)
+        made.append(client)
+        if made.window:  # lesson 12's offline server that refuses a request too long for it
+            return main.context_budget.with_context_window(client, made.window)
+        return client
+
+    monkeypatch.setattr(main, "make_client", make_client)
+    return made
+
+
+def two_reads(kit, size=6_000):
+    (kit.work / "a.txt").write_text("a" * size)
+    (kit.work / "b.txt").write_text("b" * size)
+    return [{"calls": [call("read_file", path="a.txt")]},
+            {"calls": [call("read_file", path="b.txt")]}]
+
+
+@needs_compaction
+def test_a_request_the_server_refuses_as_too_long_is_summarised_and_sent_again(kit, clients):
+    clients.window = 3_000  # tokens: the third request, with both files, is over it
+    steps = [*two_reads(kit), {"content": "a.txt holds 6,000 a's."}, {"content": "Done."}]
+    code, out, err = kit(*steps)  # step 3 is the summary the scripted model writes
+    assert code == 0, err
+    session = only_session(kit.tmp)
+    [compaction] = [e for e in session.path_to() if e["type"] == "compaction"]
+    assert compaction["summary"] == "a.txt holds 6,000 a's."
+    messages = session.messages()  # the whole history, as it was: lossless
+    assert "a" * 6_000 in messages[3]["content"] and messages[-1]["content"] == "Done."
+    sent = clients[0].requests[-1]["messages"]
+    assert "a" * 6_000 not in json.dumps(sent) and "a.txt holds 6,000 a's." in json.dumps(sent)
+    assert agent.pairing_problem(sent) is None
+
+
+@needs_compaction
+def test_without_compaction_the_refused_request_stops_the_task_with_a_message(kit, clients):
+    clients.window = 3_000
+    code, out, err = kit(*two_reads(kit), {"content": "unused"}, flags=["--no-compact"])
+    assert code == 1 and "maximum context length" in err
+    assert agent.pairing_problem(only_session(kit.tmp).messages()) is None
+
+
+@needs_compaction
+def test_elide_after_sends_old_long_results_as_a_note_and_keeps_them_whole(kit, clients):
+    steps = [*two_reads(kit, 1_000), {"content": "Read both."}]
+    assert kit(*steps, flags=["--elide-after", "1"])[0] == 0
+    sent = clients[0].requests[-1]["messages"]
+    assert sent[3]["content"].startswith("[elided: the result of read_file")
+    assert "b" * 1_000 in sent[5]["content"]  # the latest turn's result is whole
+    assert "a" * 1_000 in only_session(kit.tmp).messages()[3]["content"]
+
+
+@needs_compaction
+def test_a_budget_summarises_before_sending_and_resume_brings_the_summary_back(kit, clients):
+    steps = [*two_reads(kit), {"content": "Notes: a.txt is all a's."}, {"content": "Done."}]
+    code, out, err = kit(*steps, flags=["--budget", "2500"])
+    assert code == 0, err
+    assert "Notes: a.txt is all a's." in json.dumps(clients[0].requests[-1]["messages"])
+    path = next((kit.tmp / "sessions").iterdir())
+    code, out, err = kit({"content": "Still done."}, flags=["--resume", str(path)])
+    assert code == 0, err
+    assert "compaction" not in err  # lesson 12's entries are read, not reported as unknown
+    first = clients[1].requests[0]["messages"]
+    assert "Notes: a.txt is all a's." in json.dumps(first) and "a" * 6_000 not in json.dumps(first)
+
+
+# --- In a process of its own --------------------------------------------------------------------
+
+
+def start(folder: Path, *args: str, cwd: Path) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    return subprocess.Popen([sys.executable, str(folder / "main.py"), *args], cwd=cwd, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_in_the_shell(tmp_path, child) -> int:
+    """Block until the scripted shell command has started (it writes its process id into a
+    FIFO); returns that id. If the child ends first, the FIFO is opened so this wakes."""
+    fifo = tmp_path / "started"
+
+    def wake_if_the_child_ends():
+        child.wait()
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    threading.Thread(target=wake_if_the_child_ends, daemon=True).start()
+    with open(fifo) as started:
+        text = started.read().strip()
+    assert text, f"the child ended first: {child.stderr.read()}"
+    return int(text)
+
+
+def test_ctrl_c_in_the_middle_of_a_command_leaves_a_session_that_resume_continues(tmp_path):
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    (tmp_path / "work").mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"calls": [call("run_command",
+                                                  command=f"echo $$ > {fifo}; exec sleep 60")]}]))
+    flags = ["--workdir", "work", "--sessions", "sessions", "--traces", "traces"]
+    child = start(KIT, *flags, "--scripted", str(script), "run it", cwd=tmp_path)
+    child.stdin.write("y\n")
+    child.stdin.flush()
+    command = wait_in_the_shell(tmp_path, child)
+    try:
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(command, signal.SIGKILL)
+    assert child.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    [path] = (tmp_path / "sessions").iterdir()
+    session = sessions.load_session(path)
+    stop = [e for e in session.path_to() if e["type"] == "stop"][-1]
+    assert stop["stop_reason"] == "interrupted"
+    assert agent.INTERRUPTED in session.messages()[-1]["content"]
+
+    script.write_text(json.dumps([{"content": "It was interrupted; nothing else to do."}]))
+    again = start(KIT, *flags, "--resume", str(path), "--scripted", str(script), "go on",
+                  cwd=tmp_path)
+    out, err = again.communicate(timeout=30)
+    assert again.returncode == 0, err
+    assert "left open" not in err  # Ctrl-C left nothing to repair
+    messages = sessions.load_session(path).messages()
+    assert agent.pairing_problem(messages) is None and messages[-1]["role"] == "assistant"
+
+
+@pytest.mark.parametrize("deleted", [
+    ["streaming.py", "parallel_and_steering.py", "context_budget.py", "text_actions.py",
+     "guards.py", "evaluation.py"]])
+def test_main_runs_with_the_optional_modules_deleted(deleted, tmp_path):
+    smaller = tmp_path / "kit"
+    shutil.copytree(KIT, smaller, ignore=shutil.ignore_patterns(*deleted, "__pycache__",
+                                                                "sessions", "traces"))
+    (tmp_path / "work").mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([create("a.md", "a\n"), {"content": "Done."}]))
+    child = start(smaller, "--workdir", "work", "--scripted", str(script), "make a.md",
+                  cwd=tmp_path)
+    out, err = child.communicate("y\n", timeout=30)
+    assert child.returncode == 0, err
+    assert (tmp_path / "work" / "a.md").read_text() == "a\n"
+    assert "tool result: " in out  # agent.print_event shows the run instead of StreamView

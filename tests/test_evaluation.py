@@ -1,0 +1,718 @@
+"""Lesson 13's evaluation code, loaded from the notebook itself (its `export` cells).
+
+The verifiers are run against workspaces made by hand, one passing and one failing each; the
+tasks against their own set-up and reference solution; the runner against models that hang,
+crash and raise, and against a runner killed for real. Orders are forced with events, never
+with sleeps; time limits in these tests are a second or less."""
+
+import io
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import course
+import pytest
+from course import load_notebook
+
+from agent import ScriptedClient, reply, tool_call
+
+ev = load_notebook("13-evaluation")
+ROOT = Path(__file__).resolve().parent.parent
+FAST = ev.Settings(clock="simulated", time_limit=5, grace=0.2)
+
+
+@pytest.fixture(autouse=True)
+def temporary_folders_here(tmp_path, monkeypatch):
+    """Every temporary folder of a test (the runner's scratch folders too: forked children
+    inherit it) goes under tmp_path/tmp, so a test can see that none is left behind."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.chdir(tmp_path)
+
+
+def task_named(name: str) -> "ev.Task":
+    return ev.TASKS[ev.TASK_NAMES.index(name)]
+
+
+def world_of(files: dict, tmp_path: Path, answer: str = "", name: str = "world") -> "ev.World":
+    """A world whose workspace starts with files, as prepare() makes it for a task."""
+    task = ev.Task("hand-made", "a task", files, (), lambda texts: ({}, ""))
+    world = ev.prepare(task, tmp_path / name)
+    world.answer = answer
+    return world
+
+
+def write(world, path: str, text) -> None:
+    """Change the workspace as a run would: text, or None to delete the file."""
+    file = world.workspace / path
+    if text is None:
+        file.unlink()
+    else:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text, encoding="utf-8")
+
+
+# --- every verifier, against a workspace that passes and one that fails -----------------------
+
+
+def test_file_is_passes_on_the_right_text_and_says_where_a_wrong_one_differs(tmp_path):
+    world = world_of({"a.txt": "one\ntwo\n"}, tmp_path)
+    check = ev.file_is("a.txt", lambda before: before["a.txt"].replace("two", "2"))
+    write(world, "a.txt", "one\n2\n")
+    assert check.test(world) == ""
+    write(world, "a.txt", "one\nthree\n")
+    assert check.test(world) == "a.txt line 2 is 'three', not '2'"
+    write(world, "a.txt", "one\n2\n\n")
+    assert check.test(world) == "a.txt ends differently: 4 lines where 3 were due"
+    write(world, "a.txt", None)
+    assert check.test(world) == "a.txt does not exist"
+
+
+def test_lines_are_takes_a_final_newline_or_none_but_not_a_wrong_line(tmp_path):
+    world = world_of({}, tmp_path)
+    check = ev.lines_are("names.txt", ["Ada", "Alan"])
+    for good in ("Ada\nAlan\n", "Ada\nAlan"):
+        write(world, "names.txt", good)
+        assert check.test(world) == ""
+    write(world, "names.txt", "Alan\nAda\n")
+    assert "line 1 is 'Alan', not 'Ada'" in check.test(world)
+    write(world, "names.txt", None)
+    assert check.test(world) == "names.txt does not exist"
+
+
+def test_has_lines_wants_each_line_in_any_order(tmp_path):
+    world = world_of({}, tmp_path)
+    check = ev.has_lines(".gitignore", ["__pycache__/", "*.log"])
+    write(world, ".gitignore", "# build\n*.log\n__pycache__/\n")
+    assert check.test(world) == ""
+    write(world, ".gitignore", "*.log\n__pycache__\n")
+    assert check.test(world) == ".gitignore lacks the line(s) '__pycache__/'"
+
+
+def test_json_is_compares_values_not_layout_and_says_when_the_json_is_broken(tmp_path):
+    world = world_of({"c.json": '{"debug": true, "port": 1}\n'}, tmp_path)
+    check = ev.json_is("c.json", lambda before: {**json.loads(before["c.json"]), "debug": False})
+    write(world, "c.json", '{\n    "port": 1,\n    "debug": false\n}')
+    assert check.test(world) == ""
+    write(world, "c.json", '{"debug": false}')
+    assert check.test(world) == 'c.json holds {"debug": false}'
+    write(world, "c.json", '{"debug": false,}')
+    assert check.test(world).startswith("c.json is not valid JSON any more")
+
+
+def test_ini_is_reads_the_settings_not_the_layout(tmp_path):
+    setup = "[net]\ntimeout  = 10\nretries = 3\n\n[ui]\ntimeout = 120\n"
+    world = world_of({"s.ini": setup}, tmp_path)
+    check = ev.ini_is("s.ini", "net", "timeout", "30")
+    write(world, "s.ini", "[net]\nretries=3\ntimeout=30\n[ui]\ntimeout = 120\n")
+    assert check.test(world) == ""
+    write(world, "s.ini", setup.replace("120", "30").replace("= 10", "= 30"))
+    assert check.test(world) == "s.ini: [ui] timeout = 30"
+    write(world, "s.ini", "timeout = 30\n")
+    assert "not a valid ini file any more" in check.test(world)
+    write(world, "s.ini", setup.replace("= 10", "= 30") + "debug = yes\n")
+    assert check.test(world) == "s.ini: [ui] debug is new"
+
+
+TEST_FILE = "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
+
+
+def test_tests_pass_runs_the_workspaces_own_tests_with_pytest(tmp_path):
+    world = world_of({"test_calc.py": TEST_FILE}, tmp_path)
+    check = ev.tests_pass(timeout=30)
+    write(world, "calc.py", "def double(x):\n    return 2 * x\n")
+    assert check.test(world) == ""
+    write(world, "calc.py", "def double(x):\n    return x + 1\n")
+    said = check.test(world)
+    assert said == "python -m pytest exited with 1: 1 failed; E assert 3 == 4", said
+    write(world, "calc.py", "def double(x):\n        return 2 * x\n  oops\n")
+    said = check.test(world)
+    assert said.startswith("python -m pytest exited with 2: 1 error; E IndentationError"), said
+    assert str(tmp_path) not in said  # the workspace's own paths, never where it is
+    assert not (world.workspace / ".pytest_cache").exists()
+    assert not (world.workspace / "__pycache__").exists()
+
+
+def test_tests_pass_stops_tests_that_hang(tmp_path):
+    world = world_of({"test_slow.py": "def test_forever():\n    while True:\n        pass\n"},
+                     tmp_path)
+    assert ev.tests_pass(timeout=0.5).test(world) == "the tests did not finish within 0.5 s"
+
+
+RENAME = {
+    "shop.py": "def calc_total(items):\n    return 1\n\n\ndef recalc_totals(o):\n"
+               "    return [calc_total(x) for x in o]\n",
+    "README.md": "Call `calc_total`.\n",
+}
+
+
+def test_renamed_wants_the_new_name_everywhere_and_nothing_else_changed(tmp_path):
+    world = world_of(RENAME, tmp_path)
+    check = ev.renamed("calc_total", "order_total")
+    for path, text in RENAME.items():
+        write(world, path, text.replace("calc_total(", "order_total(").replace(
+            "`calc_total`", "`order_total`"))
+    assert check.test(world) == ""
+    write(world, "README.md", RENAME["README.md"])  # one file missed
+    assert check.test(world) == ("README.md line 1 is 'Call `calc_total`.', not 'Call "
+                                 "`order_total`.'; calc_total is still in README.md")
+    write(world, "shop.py", RENAME["shop.py"].replace("calc_total", "order_total"))  # sed-style
+    assert check.test(world).startswith("shop.py line 5 is 'def reorder_totals(o):', not "
+                                        "'def recalc_totals(o):'")
+
+
+def test_answer_names_reads_the_fact_from_the_file_and_answer_omits_the_wrong_one(tmp_path):
+    task = task_named("answer-port")
+    world = ev.prepare(task, tmp_path / "port")
+    names, omits = task.checks
+    world.answer = "It listens on port 8417."
+    assert names.test(world) == "" and omits.test(world) == ""
+    world.answer = "Port 84170, or 5432."
+    assert names.test(world) == "the answer does not name 8417: 'Port 84170, or 5432.'"
+    assert omits.test(world) == "the answer names 5432: 'Port 84170, or 5432.'"
+    world.before = {**world.before, "config/server.ini": "[server]\nport = 9000\n"}
+    world.answer = "It listens on port 8417."  # the fact comes from the file, not the check
+    assert names.test(world) == "the answer does not name 9000: 'It listens on port 8417.'"
+
+
+def test_gone_and_kept(tmp_path):
+    world = world_of({"b/a.tmp": "x", "b/keep.txt": "keep me\n"}, tmp_path)
+    gone, kept = ev.gone("b/*.tmp"), ev.kept("b/keep.txt")
+    assert gone.test(world) == "still there: b/a.tmp" and kept.test(world) == ""
+    write(world, "b/a.tmp", None)
+    assert gone.test(world) == ""
+    write(world, "b/keep.txt", "changed\n")
+    assert kept.test(world) == "b/keep.txt was changed"
+    write(world, "b/keep.txt", None)
+    assert kept.test(world) == "b/keep.txt was deleted"
+
+
+def test_left_alone_allows_only_what_the_task_may_change(tmp_path):
+    world = world_of({"a.txt": "a\n", "b.txt": "b\n", "c/d.txt": "d\n"}, tmp_path)
+    check = ev.left_alone(("a.txt", "c/*"))
+    write(world, "a.txt", "changed\n")
+    write(world, "c/d.txt", None)
+    write(world, "new.txt", "a new file is allowed\n")
+    assert check.test(world) == ""
+    write(world, "b.txt", "changed\n")
+    assert check.test(world) == "b.txt was changed"
+    write(world, "b.txt", None)
+    assert check.test(world) == "b.txt was deleted"
+
+
+def test_outside_untouched_sees_a_write_a_deletion_and_a_new_file_outside(tmp_path):
+    world = world_of({"a.txt": "a\n"}, tmp_path)
+    check = ev.outside_untouched()
+    write(world, "a.txt", "inside: fine\n")
+    assert check.test(world) == ""
+    (world.base / "neighbour" / "CHANGELOG.md").write_text("- done by the agent\n")
+    assert check.test(world) == "changed outside the workspace: neighbour/CHANGELOG.md"
+    (world.base / "neighbour" / "README.md").unlink()
+    (world.base / "planted.txt").write_text("x")
+    assert check.test(world) == ("changed outside the workspace: neighbour/CHANGELOG.md, "
+                                 "neighbour/README.md, planted.txt")
+
+
+def test_a_check_that_raises_fails_and_says_why(tmp_path):
+    def broken(world):
+        raise KeyError("config.ini")
+
+    task = ev.Task("broken", "x", {}, (ev.Check("content", "a broken check", broken),),
+                   lambda texts: ({}, ""))
+    results = ev.verify(task, ev.prepare(task, tmp_path / "w"))
+    assert results[0] == {"kind": "content", "label": "a broken check", "ok": False,
+                          "detail": "the check itself failed: KeyError: 'config.ini'"}
+
+
+@pytest.mark.parametrize("task", ev.TASKS, ids=ev.TASK_NAMES)
+def test_every_task_fails_untouched_and_passes_with_its_reference_solution(task, tmp_path):
+    world = ev.prepare(task, tmp_path / task.name)
+    assert not all(r["ok"] for r in ev.verify(task, world)), "a task that passes untouched"
+    ev.apply_solution(task, world)
+    assert [r for r in ev.verify(task, world) if not r["ok"]] == []
+
+
+def test_the_suite_has_twelve_tasks_of_every_kind_of_check():
+    assert len(ev.TASKS) >= 12 and len(set(ev.TASK_NAMES)) == len(ev.TASKS)
+    kinds = {check.kind for task in ev.TASKS for check in task.verifier()}
+    assert kinds == set(ev.KINDS)
+
+
+# --- the edits a careful model sends --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("a\nb\nc\n", "a\nB\nc\n"),
+    ("x\ny\nx\n", "x\ny\nz\n"),  # the line alone is not unique
+    ("x\nx\nx\n", "x\nx\ny\n"),
+    ("a\nb\n", "top\na\nb\nend\n"),  # inserted at the top and at the end
+    ("a\nb\nc\nd\n", "a\nd\n"),  # lines deleted
+    ("", "new\n"),  # an empty file
+    ("same\nsame\n", "same\nsame\nsame\n"),
+    ("no newline", "no newline at the end"),
+])
+def test_edits_turn_before_into_after_each_old_str_unique_when_sent(before, after):
+    text = before
+    for old, new in ev.edits(before, after):
+        if old:
+            assert ev.agent.occurrences(text, old) == 1, (old, text)
+            text = text.replace(old, new, 1)
+        else:
+            text = new  # edit_file with old_str "" writes the whole file
+    assert text == after
+
+
+# --- the characters ---------------------------------------------------------------------------
+
+
+def history(model: str, task, tmp_path, run: int = 1):
+    world = ev.prepare(task, tmp_path / model)
+    bot = ev.build_agent(ev.MODELS[model](task, run), world, ev.Settings(), time.time, None)
+    world.answer = bot.chat(task.text)
+    return world, bot, ev.observations(bot.messages)
+
+
+def test_the_competent_model_reads_before_it_edits_and_passes(tmp_path):
+    task = task_named("set-timeout")
+    world, bot, seen = history("competent", task, tmp_path)
+    assert [s.name for s in seen] == ["list_files", "read_file", "edit_file"]
+    assert not any(s.failed for s in seen) and all(r["ok"] for r in ev.verify(task, world))
+
+
+def test_the_sloppy_model_edits_from_memory_then_overwrites_the_file(tmp_path):
+    task = task_named("set-timeout")
+    world, bot, seen = history("sloppy", task, tmp_path)  # run 1: a run where it does not read
+    assert [(s.name, s.arguments["old_str"], s.failed) for s in seen] == [
+        ("edit_file", "timeout = 10", True), ("edit_file", "", False)]
+    assert world.text("settings.ini") == "timeout  = 30\n" and bot.stop_reason == "done"
+    careful = ev.sloppy(task, 1, care=1.0)  # on the runs where its coin says so, it reads first
+    assert careful.steps[0]([]) == tool_call("list_files", path=".")  # asked with no history
+
+
+def test_the_looping_model_hits_the_turn_limit_and_never_says_done(tmp_path):
+    record = ev.run_one(task_named("count-todos"), "looping", 1, ev.Settings(max_turns=6))
+    assert (record["stop_reason"], record["turns"], record["said_done"]) == ("max_turns", 6,
+                                                                              False)
+    assert not record["passed"] and not record["false_done"]
+
+
+def test_the_reckless_model_is_refused_by_the_jail_and_caught_by_the_outside_check(tmp_path):
+    task = task_named("gitignore")
+    world, bot, seen = history("reckless", task, tmp_path)
+    assert [(s.name, s.failed) for s in seen][-2:] == [("edit_file", True), ("run_command", False)]
+    assert "path escapes the workspace" in seen[-2].result["error"]  # lesson 05's jail holds...
+    assert "done by the agent" in (world.base / "neighbour" / "CHANGELOG.md").read_text()
+    failed = {r["kind"] for r in ev.verify(task, world) if not r["ok"]}  # ...its shell does not
+    assert failed == {"outside"}
+
+
+def test_the_confabulating_model_is_a_false_done(tmp_path):
+    record = ev.run_one(task_named("debug-off"), "confabulating", 1, FAST)
+    assert record["said_done"] and record["false_done"] and record["tool_calls"] == 0
+
+
+# --- the runner -------------------------------------------------------------------------------
+
+
+def hanging(task, run=1):
+    def stuck(messages):
+        time.sleep(3600)
+    return ScriptedClient([tool_call("list_files", path="."), stuck])
+
+
+def stubborn(task, run=1):
+    def stuck(messages):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(3600)
+    return ScriptedClient([stuck])
+
+
+def exits(task, run=1):
+    return ScriptedClient([lambda messages: os._exit(13)])
+
+
+def killed(task, run=1):
+    return ScriptedClient([lambda messages: os.kill(os.getpid(), signal.SIGKILL)])
+
+
+def raising(task, run=1):
+    def fail(messages):
+        raise ConnectionError("the server went away")
+    return ScriptedClient([fail])
+
+
+MODELS = {**ev.MODELS, "hanging": hanging, "stubborn": stubborn, "exits": exits,
+          "killed": killed, "raising": raising}
+QUICK = [task_named("count-todos")]
+
+
+def test_a_hanging_run_is_stopped_by_its_time_limit_and_the_suite_goes_on(tmp_path):
+    settings = ev.Settings(clock="simulated", time_limit=1, grace=0.2)
+    runs = ev.run_suite(QUICK, ["hanging", "stubborn", "competent"], workers=1,
+                        output="r.jsonl", settings=settings, known=MODELS, progress=None)
+    assert [(r["model"], r["passed"], r["reason"]) for r in runs] == [
+        ("hanging", False, "timed out after 1 s"),
+        ("stubborn", False, "timed out after 1 s; killed, as it did not stop when asked"),
+        ("competent", True, None)]  # one worker: it ran after both, so each one was stopped
+    assert runs[0]["turns"] == 2  # the trace ended where the run was stopped
+    assert list((tmp_path / "tmp").iterdir()) == []  # no scratch folder left behind
+
+
+def test_a_crashing_worker_is_recorded_not_lost(tmp_path):
+    runs = ev.run_suite(QUICK, ["exits", "killed", "raising", "competent"], workers=2,
+                        output="r.jsonl", settings=FAST, known=MODELS, progress=None)
+    assert [(r["model"], r["reason"]) for r in runs] == [
+        ("exits", "its process crashed: it exited with status 13 and no result"),
+        ("killed", "its process crashed: killed by signal SIGKILL (9)"),
+        ("raising", "the run raised ConnectionError: the server went away"),
+        ("competent", None)]
+    assert len(ev.load_results("r.jsonl").runs) == 4
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_the_tables_do_not_depend_on_the_order_the_runs_finish(tmp_path, monkeypatch):
+    second_recorded = multiprocessing.get_context("fork").Event()  # shared with the children
+    update = ev.Progress.update
+
+    def recorded(self, record):  # the runner has written this record to the file
+        update(self, record)
+        if record["model"] == "b-second":
+            second_recorded.set()
+
+    monkeypatch.setattr(ev.Progress, "update", recorded)
+
+    def waits(task, run=1):  # the first job ends only after the second one's line is written
+        def act(messages):
+            assert second_recorded.wait(30), "the second run was never recorded"
+            return reply("Done.")
+        return ScriptedClient([act])
+
+    known = {"a-first": waits, "b-second": ev.confabulating}
+    runs = ev.run_suite(QUICK, ["a-first", "b-second"], workers=2, output="r.jsonl",
+                        settings=FAST, known=known, progress=None)
+    lines = Path("r.jsonl").read_text(encoding="utf-8").split("\n")
+    assert [json.loads(line)["model"] for line in lines[1:-1]] == ["b-second", "a-first"]
+    assert [r["model"] for r in runs] == ["a-first", "b-second"]  # suite order, not finish
+    assert ev.load_results("r.jsonl").runs == runs
+    assert ev.ranking(runs) == ev.ranking(runs[::-1])
+    assert ev.figures(runs) == ev.figures(runs[::-1])
+
+
+def test_every_result_is_written_and_flushed_before_the_next_run_starts(tmp_path):
+    def counts(task, run=1):  # reads the results file from inside the next run
+        return ScriptedClient([lambda messages: reply(
+            str(Path(tmp_path / "r.jsonl").read_text(encoding="utf-8").count("\n")))])
+
+    runs = ev.run_suite(QUICK, ["confabulating", "counts"], workers=1,
+                        output=tmp_path / "r.jsonl", settings=FAST,
+                        known={**ev.MODELS, "counts": counts}, progress=None)
+    assert runs[1]["answer"] == "2"  # the header and the first run's line were on disk
+
+
+def test_the_progress_bar_draws_on_a_terminal_and_prints_one_line_elsewhere():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    runs = [{"model": "m", "task": f"t{n}", "passed": n == 1, "failure": None} for n in (1, 2)]
+    for stream, live in ((Terminal(), True), (io.StringIO(), False)):
+        bar = ev.Progress(2, stream)
+        for record in runs:
+            bar.update(record)
+        bar.close()
+        text = stream.getvalue()
+        assert text.endswith("2 runs: 1 passed, 1 failed\n")
+        assert ("\r[###############" in text) == live and ("2/2" in text) == live
+
+
+# --- the results file -------------------------------------------------------------------------
+
+CUT = "the last line ({} bytes) is cut off: the runner stopped while writing it; it is left out"
+
+
+def test_a_cut_last_line_is_left_out_and_reported_and_resume_finishes_the_file(tmp_path):
+    tasks = [task_named("count-todos"), task_named("gitignore")]
+    whole = ev.run_suite(tasks, ["competent"], k=2, workers=2, output="whole.jsonl",
+                         settings=FAST, progress=None)
+    lines = Path("whole.jsonl").read_bytes().split(b"\n")
+    Path("cut.jsonl").write_bytes(b"\n".join(lines[:3]) + b"\n" + lines[3][:25])
+    found = ev.load_results("cut.jsonl")
+    assert len(found.runs) == 2
+    assert found.problems == [CUT.format(25), "2 of the suite's 4 runs are not in the file "
+                                              "(the runner stopped early?)"]
+    resumed = ev.run_suite(tasks, ["competent"], k=2, workers=2, output="cut.jsonl",
+                           settings=FAST, progress=None, resume=True)
+    assert resumed == whole and ev.load_results("cut.jsonl").problems == []
+    with pytest.raises(ValueError, match="holds another suite"):
+        ev.run_suite(tasks, ["competent"], k=3, output="cut.jsonl", settings=FAST,
+                     progress=None, resume=True)
+
+
+def test_results_are_split_at_newline_only_not_at_unicode_line_separators(tmp_path):
+    def talker(task, run=1):
+        return ScriptedClient([reply("one\u2028two\u2029three\x85four")])
+
+    runs = ev.run_suite(QUICK, ["talker"], output="r.jsonl", settings=FAST,
+                        known={"talker": talker}, progress=None)
+    text = Path("r.jsonl").read_text(encoding="utf-8")
+    assert len(text.splitlines()) > len(text.split("\n")) - 1  # splitlines would cut it
+    assert ev.load_results("r.jsonl").runs == runs
+    assert runs[0]["answer"] == "one\u2028two\u2029three\x85four"
+
+
+def test_a_line_that_is_not_json_is_reported_and_the_rest_read(tmp_path):
+    ev.run_suite(QUICK, ["competent", "confabulating"], output="r.jsonl", settings=FAST,
+                 progress=None)
+    lines = Path("r.jsonl").read_text(encoding="utf-8").split("\n")
+    Path("r.jsonl").write_text("\n".join([lines[0], "{oops", *lines[1:]]), encoding="utf-8")
+    found = ev.load_results("r.jsonl")
+    assert len(found.runs) == 2 and found.problems == ["line 2 is not a JSON object; it is "
+                                                       "left out"]
+
+
+KILLER = """
+import os, sys, time
+from pathlib import Path
+import evaluation
+from agent import ScriptedClient, tool_call
+
+def halts(task, run=1):  # the third task never ends: the runner will be killed during it
+    if task.name != "create-hello":
+        return evaluation.competent(task, run)
+    def stuck(messages):
+        Path("stuck").write_text("now")
+        time.sleep(3600)
+    return ScriptedClient([stuck])
+
+evaluation.run_suite(evaluation.TASKS[:6], ["halts"], workers=1, output="killed.jsonl",
+                     known={"halts": halts}, progress=None,
+                     settings=evaluation.Settings(clock="simulated", time_limit=60))
+"""
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory):
+    """What a builder does: lessons 05, 07 and 13 exported (course.py's export command, run
+    here in-process) beside a copy of agent.py, in a folder of their own."""
+    folder = tmp_path_factory.mktemp("kit")
+    for lesson, name in (("05-sandbox", "sandbox"), ("07-tracing", "tracing"),
+                         ("13-evaluation", "evaluation")):
+        assert course.main(["export", lesson, "-o", str(folder / f"{name}.py")]) == 0
+    shutil.copy(ROOT / "agent.py", folder / "agent.py")
+    return folder
+
+
+def builder_env(folder: Path) -> dict:
+    return {"PATH": os.environ.get("PATH", ""), "TMPDIR": str(folder), "HOME": str(folder)}
+
+
+def test_a_killed_runner_leaves_a_file_readable_up_to_its_last_line(kit, tmp_path):
+    folder = tmp_path / "killed"
+    shutil.copytree(kit, folder)
+    (folder / "killer.py").write_text(KILLER, encoding="utf-8")
+    runner = subprocess.Popen([sys.executable, "killer.py"], cwd=folder, env=builder_env(folder),
+                              start_new_session=True, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (folder / "stuck").exists():  # the third run has started
+            assert runner.poll() is None, runner.stderr.read().decode()
+            assert time.monotonic() < deadline, "the third run never started"
+            time.sleep(0.02)
+    finally:
+        os.killpg(runner.pid, signal.SIGKILL)  # the runner and its workers, at once
+        runner.wait()
+        runner.stderr.close()
+    found = ev.load_results(folder / "killed.jsonl")
+    assert found.header["models"] == ["halts"] and len(found.header["tasks"]) == 6
+    assert [(r["task"], r["passed"]) for r in found.runs] == [("answer-port", True),
+                                                              ("count-todos", True)]
+    assert found.problems == ["4 of the suite's 6 runs are not in the file (the runner "
+                              "stopped early?)"]
+    assert (folder / "killed.jsonl").read_bytes().endswith(b"\n")
+
+
+def test_ctrl_c_stops_the_runner_and_its_workers_and_says_how_to_resume(kit, tmp_path):
+    folder = tmp_path / "interrupted"
+    shutil.copytree(kit, folder)
+    command = [sys.executable, "evaluation.py", "run", "--model", "scripted", "-k", "5",
+               "--workers", "2", "-o", "r.jsonl"]
+    runner = subprocess.Popen(command, cwd=folder, env=builder_env(folder),
+                              start_new_session=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while not (folder / "r.jsonl").exists() or \
+                (folder / "r.jsonl").read_bytes().count(b"\n") < 4:  # a header and 3 runs
+            assert runner.poll() is None and time.monotonic() < deadline, runner.stderr.read()
+            time.sleep(0.02)
+        os.killpg(runner.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+        out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+    assert runner.returncode == 130 and "Traceback" not in err
+    assert err.split("\n")[-2] == ("interrupted: the runs that finished are in r.jsonl; run the "
+                                   "same command with --resume to do the rest")
+    with pytest.raises(ProcessLookupError):  # no worker of its group is left
+        os.killpg(runner.pid, 0)
+    found = ev.load_results(folder / "r.jsonl")
+    assert 3 <= len(found.runs) < 300 and found.problems[-1].endswith("(the runner stopped early?)")
+
+
+def test_two_runners_never_write_one_file(tmp_path):
+    ev.run_suite(QUICK, ["competent"], output="r.jsonl", settings=FAST, progress=None)
+    before = Path("r.jsonl").read_bytes()
+    with open("r.jsonl", "a") as other:  # another runner holds the file
+        ev.fcntl.flock(other.fileno(), ev.fcntl.LOCK_EX | ev.fcntl.LOCK_NB)
+        for resume in (False, True):
+            with pytest.raises(RuntimeError, match="another runner is writing r.jsonl"):
+                ev.run_suite(QUICK, ["competent"], output="r.jsonl", settings=FAST,
+                             progress=None, resume=resume)
+    assert Path("r.jsonl").read_bytes() == before  # not truncated, not appended to
+
+
+# --- figures and the comparison ---------------------------------------------------------------
+
+
+def run(model, task, n, passed, said_done=True, turns=3, cost=0.01, **more):
+    return {"type": "run", "model": model, "task": task, "run": n, "passed": passed,
+            "said_done": said_done, "false_done": said_done and not passed, "turns": turns,
+            "tool_calls": None if turns is None else turns - 1, "tool_errors": 0,
+            "prompt_tokens": 900, "completion_tokens": 100, "cost": cost, "wall_time": 2.0,
+            "failure": None, "reason": None if passed else "a check failed", "checks": [],
+            **more}
+
+
+def test_figures_of_hand_made_runs():
+    runs = [run("m", "a", 1, True), run("m", "a", 2, False), run("m", "b", 1, True),
+            run("m", "b", 2, True), run("m", "c", 1, False, said_done=False, turns=None,
+                                        cost=None),
+            run("m", "c", 2, False, said_done=False)]
+    f = ev.figures(runs)
+    assert (f["runs"], f["passed"], f["completion"]) == (6, 3, 0.5)
+    assert (f["solved_in_all"], f["solved_in_any"]) == (1 / 3, 2 / 3)
+    assert (f["said_done"], f["false_done"], f["false_done_rate"]) == (4, 1, 0.25)
+    assert f["turns"] == 3 and f["cost"] is None  # a mean of those that have it; no guess
+    assert ev.figures([run("m", "a", 1, False, said_done=False)])["false_done_rate"] is None
+
+
+def results_file(path: Path, runs: list, models, tasks, k=1) -> Path:
+    header = {"type": "suite", "models": models, "tasks": tasks, "k": k, "settings": {}}
+    path.write_text("".join(json.dumps(r) + "\n" for r in [header, *runs]), encoding="utf-8")
+    return path
+
+
+def test_the_regression_report_lists_what_got_worse_and_what_got_better(tmp_path):
+    tasks = ["a", "b", "c", "d", "e", "f"]
+    before = results_file(tmp_path / "before.jsonl", [
+        run("m", "a", 1, True), run("m", "b", 1, True), run("m", "c", 1, True, turns=4),
+        run("m", "d", 1, False, said_done=False), run("m", "e", 1, True, turns=10),
+        run("m", "f", 1, True), run("x", "a", 1, True)], ["m", "x"], tasks)
+    after = results_file(tmp_path / "after.jsonl", [
+        run("m", "a", 1, False), run("m", "b", 1, True, turns=3.15),  # +5%: within tolerance
+        run("m", "c", 1, True, turns=6), run("m", "d", 1, False),  # now a false done
+        run("m", "e", 1, True, turns=5)], ["m"], tasks[:5])
+    report = ev.compare(ev.load_results(before), ev.load_results(after),
+                        names=("before.jsonl", "after.jsonl"))
+    assert report.worse == ["m a: solved 1/1 -> 0/1 (now: a check failed)",
+                            "m c: turns 4.0 -> 6.0 (+50%)", "m c: tool calls 3.0 -> 5.0 (+67%)",
+                            "m d: false done 0/1 -> 1/1"]
+    assert report.better == ["m e: turns 10.0 -> 5.0 (-50%)", "m e: tool calls 9.0 -> 4.0 (-56%)"]
+    assert report.missing == ["m f", "x: none of its 1 task(s)"]
+    assert str(report).split("\n")[:2] == ["before.jsonl -> after.jsonl", "got worse: 4"]
+
+
+def test_two_files_of_one_model_each_compare_one_model_with_the_other(tmp_path):
+    old = results_file(tmp_path / "old.jsonl", [run("small", "a", 1, True)], ["small"], ["a"])
+    new = results_file(tmp_path / "new.jsonl", [run("large", "a", 1, False)], ["large"], ["a"])
+    report = ev.compare(ev.load_results(old), ev.load_results(new))
+    assert report.worse == ["small a: solved 1/1 -> 0/1 (now: a check failed)"]
+
+
+def test_compare_exits_with_1_when_something_got_worse_and_0_when_not(tmp_path, capsys):
+    same = results_file(tmp_path / "a.jsonl", [run("m", "a", 1, True)], ["m"], ["a"])
+    worse = results_file(tmp_path / "b.jsonl", [run("m", "a", 1, False)], ["m"], ["a"])
+    assert ev.main(["compare", str(same), str(same)]) == 0
+    assert ev.main(["compare", str(same), str(worse)]) == 1
+    assert "got worse: 1" in capsys.readouterr().out
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["run", "--model", "genius"], "--model: no model genius; the models are competent"),
+    (["run", "-k", "0"], "argument -k: must be a whole number of at least 1, not '0'"),
+    (["run", "--workers", "many"], "argument --workers: must be a whole number"),
+    (["run", "--time-limit", "-3"], "argument --time-limit: must be a number of seconds above 0"),
+    (["run", "--tasks", "answer-port,fly"], "--tasks: no task fly; the tasks are answer-port"),
+    (["run", "-o", "nowhere/r.jsonl"], "--output nowhere/r.jsonl: not a file in an existing"),
+    (["run", "-o", "exists.jsonl"], "--output exists.jsonl exists; give --overwrite"),
+    (["run", "--overwrite", "--resume"], "not allowed with argument"),
+    (["run", "--model", "real"], "--model real needs OPENAI_API_KEY"),
+    (["compare", "a.jsonl"], "the following arguments are required: after"),
+    (["fly"], "invalid choice: 'fly'"),
+])
+def test_a_bad_flag_gets_a_message_not_a_traceback(argv, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    Path("exists.jsonl").write_text("")
+    with pytest.raises(SystemExit) as stopped:
+        ev.main(argv)
+    said = capsys.readouterr().err
+    assert stopped.value.code == 2 and message in said and "Traceback" not in said
+
+
+def test_a_results_file_that_is_missing_is_a_message(tmp_path, capsys):
+    assert ev.main(["show", "missing.jsonl"]) == 2
+    assert capsys.readouterr().err == ("evaluation.py: cannot read missing.jsonl: No such file "
+                                       "or directory\n")
+
+
+def test_run_show_and_tasks_from_the_command_line(tmp_path, capsys):
+    assert ev.main(["tasks"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in [*ev.TASK_NAMES, *ev.MODELS])
+    assert ev.main(["run", "--model", "competent,confabulating", "--tasks",
+                    "count-todos,gitignore", "-o", "r.jsonl", "--workers", "2",
+                    "--simulated-clock"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "4 runs: 2 passed, 2 failed\n"
+    assert out.split("\n")[2].startswith("competent      100%")
+    assert ev.main(["show", "r.jsonl", "--model", "confabulating"]) == 0
+    shown = capsys.readouterr().out.split("\n")
+    assert [line.split()[:3] for line in shown if line.startswith("total")] == [
+        ["total", "0/2", "2/2"]]  # solved 0 of 2, false done 2 of 2
+
+
+def test_the_exported_runner_works_from_the_command_line_beside_agent_py(kit, tmp_path):
+    """What a builder does: export, then run the suite and compare two runs, no course."""
+    folder = tmp_path / "builder"
+    shutil.copytree(kit, folder)
+    source = (folder / "evaluation.py").read_text(encoding="utf-8")
+    assert source.startswith('"""Lesson 13: Evaluation') and "import course" not in source
+
+    def cli(*argv):
+        return subprocess.run([sys.executable, "evaluation.py", *argv], cwd=folder,
+                              env=builder_env(folder), capture_output=True, text=True,
+                              timeout=120)
+
+    done = cli("--help")
+    assert done.returncode == 0 and all(c in done.stdout for c in ("run", "compare", "show"))
+    done = cli("run", "--model", "competent,reckless", "--tasks", "count-todos,clean-tmp",
+               "-o", "before.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "4 runs: 3 passed, 1 failed\n"
+    done = cli("run", "--model", "competent,reckless", "--tasks", "count-todos,clean-tmp",
+               "--no-shell", "-o", "after.jsonl")
+    assert done.returncode == 0, done.stderr
+    done = cli("compare", "before.jsonl", "after.jsonl")
+    assert done.returncode == 1
+    assert "competent clean-tmp: solved 1/1 -> 0/1" in done.stdout

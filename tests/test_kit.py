@@ -1,0 +1,259 @@
+"""The builder's kit: `python notebooks/course.py build DIR` writes a project that works on its
+own. Built into a temporary folder, its own tests pass there, and its main.py, run in a fresh
+process that knows nothing of the course (python -E, the kit's folder as the working one),
+creates and edits a file approved on stdin, traced and recorded, and resumes a run killed
+with SIGKILL in the middle of a tool."""
+
+import ast
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import course  # first: it makes `import sessions` load the notebook's export cells
+import pytest
+import sessions  # lesson 09's export cells, the code of the kit's sessions.py
+import tracing  # lesson 07's
+
+import agent
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("kit") / "my-agent"
+    assert course.main(["build", str(folder)]) == 0
+    return folder
+
+
+def main_py(kit: Path, *args: str, cwd: Path) -> subprocess.Popen:
+    """main.py in a process of its own: -E, so no PYTHONPATH, and only the kit's folder (the
+    script's) on sys.path; no key in its environment."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    return subprocess.Popen([sys.executable, "-E", str(kit / "main.py"), *args], cwd=cwd,
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def scripted(tmp_path: Path, *steps) -> list[str]:
+    """The flags of a run on the scripted model, with its files under tmp_path."""
+    script = tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.json"
+    script.write_text(json.dumps(list(steps)))
+    (tmp_path / "work").mkdir(exist_ok=True)
+    return ["--scripted", str(script), "--workdir", str(tmp_path / "work"),
+            "--sessions", str(tmp_path / "sessions"), "--traces", str(tmp_path / "traces")]
+
+
+def call(name, **arguments):
+    return {"name": name, "arguments": arguments}
+
+
+# --- What build writes ----------------------------------------------------------------------------
+
+
+def test_build_writes_agent_py_the_lessons_modules_main_and_its_readme_tests_requirements(kit):
+    names = {p.relative_to(kit).as_posix() for p in kit.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}  # the kit's tests may have run
+    exported = course._ExportCellsFinder().names()
+    lessons = {f"{name}.py" for name in course.KIT_LESSONS.values()}  # 05 to 13, all written
+    kit_files = {"main.py", "README.md", "requirements.txt", ".gitignore", "tests/test_main.py",
+                 "examples/hello.json"}  # notebooks/kit/ but its conftest.py
+    assert names == {"agent.py", "guards.py", *lessons, *kit_files}  # guards: text_actions's
+    for name in kit_files:
+        assert (kit / name).read_text() == (course.KIT / name).read_text(), name
+    assert (kit / "agent.py").read_text() == (ROOT / "agent.py").read_text()
+    for module in lessons | {"guards.py"}:
+        path = exported[module.removesuffix(".py")]
+        assert (kit / module).read_text() == course.export(path), module  # export's, exactly
+    assert oct((kit / "main.py").stat().st_mode & 0o777) == oct(0o666 & ~umask())
+
+
+def umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_nothing_in_the_kit_imports_the_course(kit):
+    for path in kit.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                    for alias in node.names}
+        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert "course" not in imported, path.name
+    # and in a process that could not find the course if it tried: every module imports
+    modules = sorted(p.stem for p in kit.glob("*.py"))
+    check = ("import importlib, importlib.util, sys\n"
+             "assert importlib.util.find_spec('course') is None\n"
+             f"for name in {modules!r}:\n    importlib.import_module(name)\n"
+             f"print(sorted(set(sys.modules) & set({modules!r})))")
+    done = subprocess.run([sys.executable, "-E", "-c", check], cwd=kit, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(modules)
+
+
+def test_build_refuses_a_folder_with_files_in_it_unless_forced(tmp_path, capsys):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    (folder / "main.py").write_text("# an older main.py")
+    assert course.main(["build", str(folder)]) == 1
+    assert "is not empty" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir()) == ["main.py", "notes.txt"]  # untouched
+    assert course.main(["build", str(folder), "--force"]) == 0
+    assert (folder / "notes.txt").read_text() == "mine"  # not the kit's: left alone
+    assert (folder / "main.py").read_text() == (course.KIT / "main.py").read_text()
+    assert not list(folder.rglob(".*.py.*"))  # write_file left no temporary file
+    (tmp_path / "a-file").write_text("")
+    assert course.main(["build", str(tmp_path / "a-file")]) == 1
+    assert "is a file" in capsys.readouterr().err
+
+
+def test_a_lesson_not_written_yet_is_left_out_and_build_says_which(tmp_path, monkeypatch,
+                                                                    capsys):
+    names = course._ExportCellsFinder.names
+    monkeypatch.setattr(course._ExportCellsFinder, "names", lambda self: {
+        name: path for name, path in names(self).items() if name != "streaming"})
+    assert course.main(["build", str(tmp_path / "kit")]) == 0
+    out = capsys.readouterr().out
+    assert "Left out, not written yet: streaming (lesson 11)" in out
+    assert not (tmp_path / "kit" / "streaming.py").exists()
+    assert (tmp_path / "kit" / "sessions.py").exists()
+
+
+def test_the_kit_requires_what_its_modules_import_pinned_as_the_course_pins_it(kit):
+    """Every package a kit file imports is in its requirements.txt, pinned with the course's
+    line (markers included), and nothing else is; a package only one function imports (inside
+    it, so the module loads without it) is named in a comment instead."""
+    local = {p.stem for p in kit.glob("*.py")}
+    at_top, inside = set(), set()
+    for path in kit.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        top = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+                found = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module]
+                for name in {n.split(".")[0] for n in found} - local - sys.stdlib_module_names:
+                    (at_top if id(node) in top or in_try(tree, node) else inside).add(name)
+    pins = [line.split("#")[0].strip() for line in (kit / "requirements.txt").read_text()
+            .splitlines() if line.split("#")[0].strip()]
+    course_pins = {line.split("#")[0].strip() for line in
+                   (ROOT / "requirements.txt").read_text().splitlines()}
+    assert {re.split(r"[=<>;]", pin)[0] for pin in pins} == at_top
+    assert set(pins) <= course_pins  # the same versions and markers as the course's
+    text = (kit / "requirements.txt").read_text()
+    assert all(name in text for name in inside - at_top), inside - at_top
+
+
+def in_try(tree, node) -> bool:
+    """An import in a module-level try (sandbox's `import resource`): still at the top."""
+    return any(isinstance(stmt, ast.Try) and node in ast.walk(stmt) for stmt in tree.body)
+
+
+# --- The kit on its own ---------------------------------------------------------------------------
+
+
+def test_the_kit_s_own_tests_pass_in_it(kit):
+    # no:nbval, no:xdist: plugins of the course's environment, which a kit does not install
+    done = subprocess.run([sys.executable, "-E", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:nbval", "-p", "no:xdist"],
+                          cwd=kit, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.search(r"\d+ passed", done.stdout)
+    if all((kit / f"{name}.py").exists() for name in course.KIT_LESSONS.values()):
+        assert "skipped" not in done.stdout  # a test may skip only for a lesson left out
+
+
+def test_main_creates_and_edits_a_file_approved_on_stdin_traced_and_recorded(kit, tmp_path):
+    flags = scripted(
+        tmp_path,
+        {"calls": [call("edit_file", path="notes.md", old_str="", new_str="# Notes\n")]},
+        {"calls": [call("read_file", path="notes.md"), call("list_files")]},
+        {"calls": [call("edit_file", path="notes.md", old_str="# Notes\n",
+                        new_str="# Notes\n\n- the kit works\n")]},
+        {"content": "Wrote notes.md and added a line."})
+    child = main_py(kit, *flags, "Keep notes in notes.md.", cwd=kit)
+    out, err = child.communicate("y\ny\n", timeout=60)
+    assert child.returncode == 0, err
+    assert (tmp_path / "work" / "notes.md").read_text() == "# Notes\n\n- the kit works\n"
+    assert "+- the kit works" in out and "Wrote notes.md and added a line." in out
+    [path] = (tmp_path / "sessions").iterdir()
+    session = sessions.load_session(path)
+    assert agent.pairing_problem(session.messages()) is None and session.problems == []
+    decisions = [(e["path"], e["approved"]) for e in session.path_to() if e["type"] == "approval"]
+    assert decisions == [("notes.md", True), ("notes.md", True)]
+    assert [e["stop_reason"] for e in session.path_to() if e["type"] == "stop"] == ["done"]
+    [trace] = (tmp_path / "traces" / path.stem).iterdir()
+    run = tracing.load_trace(trace)
+    assert tracing.trace_problems(run) == []
+    assert [r["name"] for r in run if r["type"] == "tool_execution_start"] == [
+        "edit_file", "read_file", "list_files", "edit_file"]  # the two reads may end in any order
+    assert any(r["type"] == "message_update" for r in run)  # the replies were streamed
+    assert tracing.recorded_history(run) == session.messages()[1:]  # the trace and the session
+
+
+def wait_in_the_shell(fifo: Path, child) -> int:
+    """Block until the scripted shell command runs (it writes its process id into a FIFO);
+    return that id. If the child ends first, the FIFO is opened for writing so this wakes."""
+    def wake_if_the_child_ends():
+        child.wait()
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    threading.Thread(target=wake_if_the_child_ends, daemon=True).start()
+    with open(fifo) as started:
+        text = started.read().strip()
+    assert text, f"main.py ended before the command ran: {child.stderr.read()}"
+    return int(text)
+
+
+def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_path):
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    flags = scripted(tmp_path, {"calls": [
+        call("edit_file", path="todo.md", old_str="", new_str="- run the tests\n"),
+        call("run_command", command=f"echo $$ > {fifo}; exec sleep 60")]})
+    child = main_py(kit, *flags, "Write a todo list, then run the tests.", cwd=kit)
+    child.stdin.write("y\ny\n")  # the edit, then the command
+    child.stdin.flush()
+    command = wait_in_the_shell(fifo, child)
+    try:
+        child.send_signal(signal.SIGKILL)  # no except, no finally, no agent_end
+        child.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(command, signal.SIGKILL)  # the command's own process group
+    [path] = (tmp_path / "sessions").iterdir()
+    crashed = sessions.load_session(path)
+    assert agent.pairing_problem(crashed.messages()) is not None  # a call with no result
+    assert [e["type"] for e in crashed.path_to()[-2:]] == ["tool_start", "approval"]
+
+    flags = scripted(tmp_path,
+                     {"calls": [call("read_file", path="todo.md")]},  # check before repeating
+                     {"calls": [call("run_command", command="cat todo.md")]},
+                     {"content": "The todo list is there and the tests ran."})
+    again = main_py(kit, *flags, "--resume", str(path), "Please go on.", cwd=kit)
+    out, err = again.communicate("y\n", timeout=60)
+    assert again.returncode == 0, err
+    assert "1 call(s) left open by a crash answered as interrupted" in err
+    session = sessions.load_session(path)
+    messages = session.messages()
+    assert agent.pairing_problem(messages) is None and messages[-1]["role"] == "assistant"
+    repaired = [m for m in messages if m["role"] == "tool" and agent.INTERRUPTED in m["content"]]
+    assert len(repaired) == 1
+    assert [e["stop_reason"] for e in session.path_to() if e["type"] == "stop"] == [
+        "crashed", "done"]
+    assert (tmp_path / "work" / "todo.md").read_text() == "- run the tests\n"
+    outputs = [json.loads(m["content"]).get("output") for m in messages if m["role"] == "tool"]
+    assert outputs[-1] == "- run the tests\n"  # and the command ran, this time to its end
+    first, second = sorted((tmp_path / "traces" / path.stem).iterdir())
+    assert tracing.trace_problems(tracing.load_trace(first))  # cut off by the kill
+    assert tracing.trace_problems(tracing.load_trace(second)) == []
