@@ -25,12 +25,12 @@ NOTEBOOKS = ROOT / "notebooks"
 
 # English texts whose Chinese twin is still being written (a new lesson starts here).
 NOT_YET_TRANSLATED: set[str] = {
-    "lessons/README.md",
+    "lessons/14-capstone.md", "lessons/README.md",
 }
 
 
 # Lessons still being written, which other texts already link to. This list only shrinks.
-NOT_YET_WRITTEN = {"14-capstone.md"}
+NOT_YET_WRITTEN: set[str] = set()
 
 
 def still_being_written(file: Path) -> bool:

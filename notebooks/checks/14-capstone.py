@@ -1,0 +1,182 @@
+"""Checks of lesson 14's coding exercises (course.check("14.k", ...))."""
+
+import json
+from pathlib import Path
+
+import course
+
+import agent
+
+
+def _capstone():
+    import capstone  # course's finder loads notebook 14's export cells
+
+    return capstone
+
+
+# --- 14.1 ---------------------------------------------------------------------------------
+
+NEW_TEST = "def test_more():\n    assert True\n"
+
+
+@course.exercise("14.1", "new tests need no review: new_tests_only(ask)")
+def _(t, new_tests_only):
+    import diff_approval
+
+    asked = []
+
+    def ask(path, diff):
+        asked.append(path)
+        return diff_approval.reject(f"the person looked at {path}")
+
+    policy = new_tests_only(ask)
+
+    def decide(path, old, new):
+        asked.clear()
+        return diff_approval.as_decision(policy(path, diff_approval.make_diff(path, old, new)))
+
+    with t.case("a new test file is approved without asking the person"):
+        decision = decide("test_more.py", None, NEW_TEST)
+        assert decision.approved, f"it was not approved: {decision.reason or decision}"
+        assert not asked, "the person was asked"
+    with t.case("a new test file in a folder too (tests/test_api.py)"):
+        decision = decide("tests/test_api.py", None, NEW_TEST)
+        assert decision.approved and not asked, "tests/test_api.py was not approved on its own"
+    with t.case("a change to an existing test file goes to the person"):
+        decision = decide("test_pages.py", "def test_a():\n    assert 1\n",
+                          "def test_a():\n    assert 2\n")
+        assert asked == ["test_pages.py"], f"the person was asked about {asked}"
+        assert not decision.approved, "it was approved although the person said no"
+    with t.case("overwriting an existing test file with a whole new text goes to the person"):
+        decide("test_pages.py", "def test_a():\n    assert 1\n", NEW_TEST)
+        assert asked == ["test_pages.py"], "an existing test file was replaced without asking"
+    with t.case("a new file that is not a test goes to the person (helpers.py, "
+                "test_data.json, latest_test.py)"):
+        for name in ("helpers.py", "test_data.json", "latest_test.py"):
+            decide(name, None, "x = 1\n")
+            assert asked == [name], f"{name}: the person was not asked"
+    with t.case("an edit of the code goes to the person, and their answer is the answer"):
+        yes = new_tests_only(lambda path, diff: diff_approval.APPROVE)
+        diff = diff_approval.make_diff("pages.py", "a\n", "b\n")
+        assert diff_approval.as_decision(yes("pages.py", diff)).approved, \
+            "the person approved pages.py, but the policy did not"
+        assert not decide("pages.py", "a\n", "b\n").approved, "pages.py was approved unasked"
+    with t.case("in the capstone agent: the new test is written unasked, pages.py is asked"):
+        capstone = _capstone()
+        import evaluation
+        import sessions
+
+        world = evaluation.prepare(capstone.TASK, Path("world-14-1"))
+        script = [tool_calls_to_read(), agent.tool_call(
+            "edit_file", path="tests/test_more.py", old_str="", new_str=NEW_TEST),
+            agent.tool_call("edit_file", path="pages.py", old_str="    return total // per_page\n",
+                            new_str="    return -(-total // per_page)\n"),
+            agent.reply("Added a test and fixed page_count.")]
+        asked.clear()
+        with sessions.new_session(Path("14-1.jsonl")) as session:
+            bot = capstone.build(world.workspace, agent.ScriptedClient(script), "scripted-demo",
+                                 policy=new_tests_only(ask), session=session, on_event=None)
+            bot.chat("Add a test, and fix the bug.")
+        assert asked == ["pages.py"], f"the person was asked about {asked}"
+        assert (world.workspace / "tests" / "test_more.py").read_text() == NEW_TEST, \
+            "the new test file was not written"
+        assert "// per_page\n" in (world.workspace / "pages.py").read_text(), \
+            "pages.py changed although the person said no"
+
+
+def tool_calls_to_read():
+    return [agent.tool_call("read_file", path="pages.py"),
+            agent.tool_call("read_file", path="test_pages.py")]
+
+
+# --- 14.2 ---------------------------------------------------------------------------------
+
+
+@course.exercise("14.2", "stream it too: StreamingCapstone")
+def _(t, streaming_capstone):
+    capstone = _capstone()
+    import diff_approval
+    import evaluation
+    import sessions
+    import streaming
+
+    with t.case("it is a CapstoneAgent and a StreamingAgent"):
+        assert issubclass(streaming_capstone, capstone.CapstoneAgent), "not a CapstoneAgent"
+        assert issubclass(streaming_capstone, streaming.StreamingAgent), "not a StreamingAgent"
+    world = evaluation.prepare(capstone.TASK, Path("world-14-2"))
+    events = []
+    client = streaming.StreamingScriptedClient([capstone.fixer] * 20)
+    person = diff_approval.scripted([diff_approval.reject("round up instead"),
+                                     diff_approval.APPROVE])
+    with sessions.new_session(Path("14-2.jsonl")) as session:
+        bot = capstone.build(world.workspace, client, "scripted-demo", policy=person,
+                             session=session, on_event=events.append, budget=1_650,
+                             keep_recent=500, agent_class=streaming_capstone,
+                             summarizer=agent.ScriptedClient([capstone.note_taker] * 5))
+        bot.chat(capstone.TASK.text)
+    kinds = [event["type"] for event in events]
+    with t.case("every request is streamed, and the reply arrives in pieces"):
+        assert all(r.get("stream") for r in client.requests), "a request was not streamed"
+        assert "message_update" in kinds, "no message_update event: nothing was streamed"
+    with t.case("a request over the budget is compacted"):
+        assert "compaction" in kinds, ("no compaction happened: CompactingAgent.ask_model never "
+                                       "ran (look at the order of the bases)")
+        summary = context_budget_header()
+        assert any(summary in json.dumps(r["messages"]) for r in client.requests), \
+            "no streamed request carried the summary"
+    with t.case("the parallel reads' results are in call order, and every request pairs"):
+        reads = next(m for m in bot.messages if len(m.get("tool_calls", [])) > 1)
+        at = bot.messages.index(reads)
+        ids = [call["id"] for call in reads["tool_calls"]]
+        assert [m["tool_call_id"] for m in bot.messages[at + 1:at + 1 + len(ids)]] == ids
+        assert all(agent.pairing_problem(r["messages"]) is None for r in client.requests)
+    with t.case("the task is done, and the verifier agrees"):
+        failed = [c["label"] for c in evaluation.verify(capstone.TASK, world) if not c["ok"]]
+        assert bot.stop_reason == "done" and not failed, f"the verifier says: {failed}"
+
+
+def context_budget_header():
+    import context_budget
+
+    return context_budget.SUMMARY_HEADER[:40]
+
+
+# --- 14.3 ---------------------------------------------------------------------------------
+
+
+@course.exercise("14.3", "a second bug: second_bug()")
+def _(t, second_bug):
+    capstone = _capstone()
+    import evaluation
+
+    task = second_bug()
+    with t.case("it is an evaluation.Task with capstone.TASK's checks"):
+        assert isinstance(task, evaluation.Task), f"second_bug() gave a {type(task).__name__}"
+        assert task.checks == capstone.TASK.checks, "use capstone.TASK.checks as the verifier"
+    tests = task.files.get("test_pages.py", "")
+    with t.case("test_pages.py keeps its five tests, and has one more"):
+        for block in capstone.TEST_PAGES.split("\n\n\n")[1:]:
+            assert block.strip() in tests, f"a test is missing or changed: {block.split('(')[0]}"
+        assert tests.count("\ndef test_") == 6, f"{tests.count(chr(10) + 'def test_')} tests"
+    world = evaluation.prepare(task, Path("world-14-3"))
+    shell = capstone.project_shell(world.workspace)
+    with t.case("on the set-up, exactly two tests fail: the page_count one and the new one"):
+        output = shell(capstone.TEST_COMMAND)["output"]
+        failed = [line.split(" - ")[0] for line in output.split("\n")
+                  if line.startswith("FAILED ")]
+        assert len(failed) == 2, f"{len(failed)} failing tests: {failed}"
+        assert "FAILED test_pages.py::test_a_short_last_page_is_a_page" in failed, \
+            "the page_count bug is gone from the set-up"
+    with t.case("the verifier fails on the set-up"):
+        assert not all(c["ok"] for c in evaluation.verify(task, world)), "it passes untouched"
+    with t.case("the reference solution passes the verifier, changing only pages.py"):
+        end_state, answer = task.reference()
+        assert set(end_state) == {"pages.py"}, f"the solution changes {sorted(end_state)}"
+        evaluation.apply_solution(task, world)
+        failed = [f"{c['label']}: {c['detail']}" for c in evaluation.verify(task, world)
+                  if not c["ok"]]
+        assert not failed, f"with the solution: {failed}"
+    with t.case("the bug is in page_items"):
+        body = task.files["pages.py"].split("def page_items")[1].split("\ndef ")[0]
+        fixed = task.reference()[0]["pages.py"].split("def page_items")[1].split("\ndef ")[0]
+        assert body != fixed, "page_items is the same before and after the fix"
