@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import course
 import pytest
 from course import load_notebook
 
@@ -135,6 +136,37 @@ def test_a_background_child_holding_the_output_does_not_stall_the_tool(workspace
     result, seconds = timed(workspace, "sleep 30 & echo hi")
     assert result == {"exit_code": 0, "output": "hi\n"}  # no timeout: the child's open output
     assert seconds < 5  # did not keep the tool waiting for its 30 s
+
+
+def test_on_start_is_given_the_running_command_and_may_stop_its_group(workspace):
+    """The seam lesson 10 uses to stop a command half-way: on_start(process) is called once,
+    while the command runs, and killing the group then ends the run at once, not at its
+    timeout. Without on_start, run_in answers as before."""
+    seen = []
+
+    def stop_at_once(process):
+        seen.append(process.pid)
+        os.killpg(process.pid, signal.SIGKILL)
+
+    result = nb.run_in(workspace, "sleep 30 & sleep 30", timeout=20, on_start=stop_at_once)
+    assert result == {"exit_code": -signal.SIGKILL, "output": ""} and len(seen) == 1
+    assert nb.run_in(workspace, "echo hi") == {"exit_code": 0, "output": "hi\n"}
+
+
+def test_an_on_start_that_raises_leaves_nothing_running(workspace):
+    """The error goes to the caller, and the command goes with its group, as on every path."""
+    def wait_for_the_child_then_fail(process):
+        child, deadline = workspace / "child", time.monotonic() + 5
+        while time.monotonic() < deadline:  # until the command has written its child's pid
+            if child.exists() and child.read_text().endswith("\n"):
+                break
+            time.sleep(0.01)
+        raise RuntimeError(f"on_start failed; child {child.read_text().strip()}")
+
+    with pytest.raises(RuntimeError, match="on_start failed") as failed:
+        nb.run_in(workspace, "sleep 30 & echo $! > child; sleep 30", timeout=20,
+                  on_start=wait_for_the_child_then_fail)
+    assert gone(int(str(failed.value).split()[-1]))
 
 
 def test_output_is_capped_keeping_head_and_tail(workspace):
@@ -388,6 +420,29 @@ def test_the_agent_runs_it_as_a_tool(workspace):
     assert json.loads(results[0]) == {"exit_code": 2, "output": "hi\n"}
     assert json.loads(results[1])["timed_out"].startswith("killed after 0.3 s")
     assert "bad arguments" in results[2]  # the model cannot raise its own time limit
+
+
+SURVIVOR = "touch out.txt; while [ ! -e go ]; do sleep 0.05; done; echo hi > escaped.txt"
+
+
+@pytest.mark.parametrize("answer, passes", [
+    (f"timeout 30 sh -c '{SURVIVOR}' >/dev/null 2>&1 & "
+     "while [ ! -e out.txt ]; do sleep 0.01; done", True),  # waits until the survivor is out
+    # does not wait, and its survivor is slow to leave: the kill always comes first (a racing
+    # answer without the sleep is caught the same way in all but about one run in a hundred)
+    (f"(sleep 0.3; exec timeout 30 sh -c '{SURVIVOR}') >/dev/null 2>&1 &", False),
+])
+def test_exercise_7s_check_wants_a_survivor_that_left_the_group_before_the_kill(answer, passes):
+    """Check 05.7 ends the command with a kill of its own group, at once: an escape that does
+    not wait until its process is out of the group fails, and says in which run."""
+    if shutil.which("timeout") is None:
+        pytest.skip("no timeout here")
+    report = course.check("05.7", lambda: answer)
+    failed = " ".join(f"{what}: {detail}" for ok, what, detail in report.results if not ok)
+    if passes:
+        assert not failed, report
+    else:
+        assert "run 1 of 5: no escaped.txt" in failed, report
 
 
 def test_the_lesson_names_every_way_out_the_tests_show():
