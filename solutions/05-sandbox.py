@@ -94,7 +94,7 @@ def gated(run_command, ask=input):
     def run_command_gated(command: str) -> dict:
         try:
             answer = ask(f"run this command? {command}\n[y/N] ")
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:  # no answer: no. Ctrl-C is not an answer: it goes on and stops the run
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
             raise PermissionError(f"the person did not approve running: {command}")

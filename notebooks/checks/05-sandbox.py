@@ -41,6 +41,20 @@ def refused(func, *args) -> str:
     raise AssertionError(f"it was not refused: it returned {result!r}")
 
 
+def stopped_by(func, *args) -> None:
+    """func(*args) lets a Ctrl-C through; an AssertionError if it turns it into anything else."""
+    try:
+        result = func(*args)
+    except KeyboardInterrupt:
+        return
+    except NotImplementedError:  # the starter: say "not written yet"
+        raise
+    except Exception as exc:
+        raise AssertionError(f"the Ctrl-C became {type(exc).__name__}: {exc}, an error the "
+                             "model reads, so the run would go on") from None
+    raise AssertionError(f"the Ctrl-C did not stop it: it returned {result!r}")
+
+
 def within(seconds: float, func, *args, unblock=None):
     """Run func in a thread. If it has not finished after `seconds`, call unblock() (which
     must make it return, e.g. by opening a FIFO's other end) and fail: it would have hung."""
@@ -287,10 +301,12 @@ def _(t, gated):
             error = refused(gated(run_command, _person(answer)), "touch made.txt")
             assert "touch made.txt" in error, f"{answer!r}: the error {error!r} does not name it"
         assert not (root / "made.txt").exists(), "a command ran without a yes"
-    with t.case("no answer at all (input closed, Ctrl-C) refuses, without a crash"):
-        for stop in (EOFError(), KeyboardInterrupt()):
-            refused(gated(run_command, _person(stop)), "touch made.txt")
+    with t.case("the input closed (EOFError) refuses, without a crash"):
+        refused(gated(run_command, _person(EOFError())), "touch made.txt")
         assert not (root / "made.txt").exists(), "a command ran without a yes"
+    with t.case("Ctrl-C at the question is not a no: KeyboardInterrupt goes through, nothing runs"):
+        stopped_by(gated(run_command, _person(KeyboardInterrupt())), "touch made.txt")
+        assert not (root / "made.txt").exists(), "the command ran after a Ctrl-C"
     with t.case("it keeps run_command's name and signature, so the schema still fits"):
         tools, registry = sandbox.sandbox_tools(root, ("execute",))
         wrapped = gated(registry["run_command"], _person())
@@ -307,6 +323,16 @@ def _(t, gated):
         assert bot.stop_reason == "done", f"the run ended with {bot.stop_reason}"
         assert "error" in bot.messages[3]["content"], bot.messages[3]["content"]
         assert not (root / "no.txt").exists() and (root / "yes.txt").exists()
+    with t.case("through the agent, Ctrl-C at the question stops the run, its call answered"):
+        tools, registry = sandbox.sandbox_tools(root, ("execute",))
+        registry = {"run_command": gated(registry["run_command"], _person(KeyboardInterrupt()))}
+        bot = Agent(ScriptedClient([tool_call("run_command", command="touch stop.txt"),
+                                    reply("done")]), "scripted", tools=tools,
+                    registry=registry, on_event=None)
+        stopped_by(bot.chat, "Make a file.")
+        assert bot.stop_reason == "interrupted", f"the run ended with {bot.stop_reason}"
+        assert agent.pairing_problem(bot.messages) is None, agent.pairing_problem(bot.messages)
+        assert not (root / "stop.txt").exists(), "the command ran after a Ctrl-C"
 
 
 # --- exercise 7: another way out of the process group -------------------------------------------
