@@ -10,6 +10,9 @@
 3. A display updated in place (IPython's display_id, as course.watch uses) is compared in
    its final state, as Jupyter shows it and as the committed notebook holds it; nbval by
    itself would compare the first state.
+4. No test and no notebook sees a provider's key, address or model name from the shell that
+   started pytest (course.provider_settings): tests never reach a real provider, and a
+   notebook's outputs do not change with the model a developer has set.
 """
 
 import copy
@@ -30,6 +33,8 @@ def pytest_configure(config):
                                 dir="/tmp" if os.path.isdir("/tmp") else None)
     os.environ["TMPDIR"] = _run_tmp
     tempfile.tempdir = None  # let tempfile read TMPDIR again
+    for name in [n for n in os.environ if n.startswith("OPENAI_") or n == "AGENT_MODEL"]:
+        del os.environ[name]  # as course.provider_settings says
 
 
 def pytest_unconfigure(config):

@@ -573,26 +573,33 @@ def build(folder: Path, force: bool = False) -> tuple[list[str], list[str]]:
 # --- Executing notebooks ------------------------------------------------------------------------
 
 
+def provider_settings(environ) -> list[str]:
+    """The variables that would send a run to a real provider or name another model: a
+    notebook run to make or check committed outputs must not see them (conftest.py too)."""
+    return [name for name in environ if name.startswith("OPENAI_") or name == "AGENT_MODEL"]
+
+
 def execute(path: Path, timeout: int = 600) -> None:
     """Run a notebook top to bottom in a fresh kernel and save its outputs in place: what
-    nbval compares against. Temporary folders go under one that is removed afterwards."""
+    nbval compares against. The kernel sees no key, so a cell that would call a real model
+    says it was skipped, whoever runs this; temporary folders go under one removed after."""
     import nbformat
     from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
-    saved = os.environ.get("TMPDIR")
+    saved = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="afz-execute-") as tmp:
-        os.environ["TMPDIR"] = tmp  # the kernel inherits it
+        os.environ["TMPDIR"] = tmp  # the kernel inherits the environment
+        for name in provider_settings(os.environ):
+            del os.environ[name]
         try:
             NotebookClient(notebook, timeout=timeout, kernel_name="python3",
                            coalesce_streams=True,  # one stdout output, however it was flushed
                            resources={"metadata": {"path": str(path.parent)}},
                            record_timing=False).execute()
         finally:
-            if saved is None:
-                os.environ.pop("TMPDIR", None)
-            else:
-                os.environ["TMPDIR"] = saved
+            os.environ.clear()
+            os.environ.update(saved)
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
     write_file(path, nbformat.writes(notebook) + "\n")

@@ -26,7 +26,12 @@ CELLS = {  # cell number: (source, tags)
     5: ("import agent\nfrom agent import Agent, ScriptedClient, reply, tool_call\n\n"
         "bot = Agent(ScriptedClient([tool_call('list_files'), reply('done')]), 'scripted')\n"
         "with course.watch(bot):\n    bot.chat('look around')", []),
+    6: ("print(sorted(name for name in os.environ\n"
+        "             if name.startswith('OPENAI_') or name == 'AGENT_MODEL'))", []),
 }
+# A developer's shell with a provider set: neither execute nor pytest may pass it on.
+PROVIDER = {"OPENAI_API_KEY": "sk-not-real", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+            "AGENT_MODEL": "someone-elses-model"}
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +47,13 @@ def checked(tmp_path_factory):
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
                                     "language": "python"}, "language_info": {"name": "python"}}}))
     env = {**os.environ, "AGENT_FROM_ZERO": str(ROOT),  # the notebook is outside the course
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "notebooks")])}
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "notebooks")]), **PROVIDER}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AGENT_FROM_ZERO", str(ROOT))  # the kernel execute starts inherits it
+        for name, value in PROVIDER.items():
+            patch.setenv(name, value)
         course.execute(path)
+        assert os.environ["OPENAI_API_KEY"] == PROVIDER["OPENAI_API_KEY"]  # put back after
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-v",
          "--nbval", "--nbval-current-env", "-c", os.devnull, "--rootdir", str(folder),
@@ -74,3 +82,9 @@ def test_a_watched_history_is_compared_in_its_final_state(checked):
     assert [o["output_type"] for o in saved] == ["display_data"]  # one table, updated in place
     assert "done" in "".join(saved[0]["data"]["text/plain"])  # ...in its final state
     assert verdicts[5] == "PASSED", stdout
+
+
+def test_no_notebook_run_sees_the_provider_a_developer_has_set(checked):
+    verdicts, stdout, outputs = checked
+    assert "".join(outputs[6]["outputs"][0]["text"]) == "[]\n"  # execute passed none on
+    assert verdicts[6] == "PASSED", stdout  # and neither did pytest's kernels
