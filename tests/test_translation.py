@@ -24,9 +24,7 @@ ZH = LESSONS / "zh"
 NOTEBOOKS = ROOT / "notebooks"
 
 # English texts whose Chinese twin is still being written (a new lesson starts here).
-NOT_YET_TRANSLATED: set[str] = {
-    "lessons/README.md",
-}
+NOT_YET_TRANSLATED: set[str] = set()
 
 
 # Lessons still being written, which other texts already link to. This list only shrinks.
