@@ -163,6 +163,57 @@ def test_rewind_refuses_what_it_cannot_remember():
         course.rewind("test: bad", 42)
 
 
+# --- all cells from a cell down, run again ---------------------------------------------------
+
+# Notebooks whose later cells read what earlier ones left behind (files, a session), and the
+# heading of the first cell to run again after a full run. (conftest.py runs each cell twice in
+# a row; this is the other half of the promise: everything from a cell down, once more.)
+RUN_AGAIN_FROM = {"14-capstone": "## 5. The review"}
+
+
+def sanitized(text: str) -> str:
+    """text with nbval's replacements (tests/sanitize.cfg) made: temporary paths, addresses."""
+    import configparser
+    import re
+
+    rules = configparser.ConfigParser()
+    rules.read(ROOT / "tests" / "sanitize.cfg")
+    for section in rules.sections():
+        text = re.sub(rules[section]["regex"], rules[section]["replace"], text)
+    return text
+
+
+def shown_text(cell) -> list[str]:
+    """What a code cell showed, as text: its streams and the plain-text form of its displays."""
+    shown = []
+    for output in cell.get("outputs", []):
+        text = output.get("text") or output.get("data", {}).get("text/plain", "")
+        shown.append(sanitized("".join(text)))
+    return shown
+
+
+@pytest.mark.parametrize("name, heading", RUN_AGAIN_FROM.items(), ids=list(RUN_AGAIN_FROM))
+def test_running_every_cell_from_a_later_one_down_again_shows_the_same(name, heading):
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    cells = notebook.cells
+    start = next(i for i, cell in enumerate(cells) if cell.cell_type == "markdown"
+                 and f"\n{heading}\n" in f"\n{cell.source}\n")
+    client = NotebookClient(notebook, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}})
+    with client.setup_kernel():  # one kernel, as a student's: a full run, then from start down
+        for index, cell in enumerate(cells):
+            client.execute_cell(cell, index)  # a cell that raises fails the test, with its error
+        first = [shown_text(cell) for cell in cells[start:]]
+        for index in range(start, len(cells)):
+            client.execute_cell(cells[index], index)
+        again = [shown_text(cell) for cell in cells[start:]]
+    for number, (before, after) in enumerate(zip(first, again, strict=True), start):
+        assert after == before, f"cell {number} shows something else when run again"
+
+
 # --- export: take the code away ---------------------------------------------------------------
 
 
