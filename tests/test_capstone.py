@@ -476,12 +476,15 @@ def test_the_project_shell_runs_the_projects_python_within_lesson_05s_bounds(tmp
     assert found["exit_code"] == 0
     lines = found["output"].split("\n")
     assert lines[0] == sys.prefix and lines[1] == "."  # the agent's Python; workspace paths
-    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1" in lines and "PYTHONDONTWRITEBYTECODE=1" in lines
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1" in lines  # PROJECT_ENV's
+    assert "PYTHONDONTWRITEBYTECODE=1" in lines  # lesson 05's shell_env's, not repeated here
+    assert not cap.PROJECT_ENV.keys() & sandbox.shell_env(tmp_path).keys()
     assert "s3cret" not in found["output"]  # a new environment, as lesson 05's
     slow = cap.project_shell(tmp_path, timeout=0.3)("sleep 5")
     assert "timed_out" in slow
-    custom = cap.project_shell(tmp_path, env={"MY_SETTING": "a b"})("echo $MY_SETTING")
-    assert custom["output"] == "a b\n"
+    custom = cap.project_shell(tmp_path, env={"MY_SETTING": "a b"})(
+        "echo $MY_SETTING $PYTHONDONTWRITEBYTECODE")
+    assert custom["output"] == "a b 1\n"  # env= of its own keeps lesson 05's bytecode setting
 
 
 def test_the_capstone_tools_are_jailed_and_check_with_their_schemas(tmp_path):
