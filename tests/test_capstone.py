@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -586,6 +587,11 @@ def test_the_command_line_says_what_is_wrong_and_fails_when_the_verifier_does(
     said = capsys.readouterr().err
     assert "No OPENAI_API_KEY is set" in said and "python capstone.py" in said
     assert not (tmp_path / "real").exists()  # nothing made before the key was checked
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where mkdtemp makes one
+    assert cap.main(["--model", "real"]) == 2  # without --folder: no temporary folder either
+    assert "No OPENAI_API_KEY is set" in capsys.readouterr().err
+    assert list((tmp_path / "tmp").iterdir()) == []
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no one answers: the edit is rejected
     assert cap.main(["--folder", str(tmp_path / "closed")]) == 1
     printed = capsys.readouterr().out
