@@ -257,3 +257,24 @@ def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_
     first, second = sorted((tmp_path / "traces" / path.stem).iterdir())
     assert tracing.trace_problems(tracing.load_trace(first))  # cut off by the kill
     assert tracing.trace_problems(tracing.load_trace(second)) == []
+
+
+def test_main_refuses_at_import_an_order_that_would_lose_a_shared_method(kit):
+    """Stacked as one class, two agents that define the same method keep both versions only if
+    the first calls super(). main.py checks that at import, as lesson 14's capstone does."""
+    def import_main_after(change: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-E", "-c", f"{change}\nimport main"], cwd=kit,
+                              capture_output=True, text=True, timeout=60)
+
+    assert import_main_after("").returncode == 0  # as built: ask_model and run, both handled
+    new = import_main_after("import parallel_and_steering as p\n"
+                            "p.ParallelAgent.request_messages = lambda self: self.messages")
+    assert new.returncode != 0
+    assert "TypeError: the lessons' agents now both define ['request_messages']" in new.stderr
+    lost = import_main_after("import agent, context_budget as c\n"
+                             "c.CompactingAgent.ask_model = lambda self, turn: "
+                             "agent.Agent.ask_model(self, turn)")
+    assert lost.returncode != 0
+    assert "CompactingAgent.ask_model no longer calls super(), so StreamingAgent.ask_model " \
+        "would never run" in lost.stderr
+

@@ -238,19 +238,65 @@ def make_tools(root: Path, session, shell: bool) -> tuple[list, dict]:
 
 
 def agent_class(args) -> type:
-    """The lessons' agents each change other methods of agent.Agent (ask_model to stream,
-    answer_calls to run reads together, request_messages to compact), so they stack as one
-    class; the loop stays agent.py's."""
-    parts = []
-    if context_budget is not None and not args.no_compact:
-        parts.append(context_budget.CompactingAgent)
-    if args.text_actions:
-        parts.append(text_actions.TextAgent)
-    elif streaming is not None and not args.no_stream:
-        parts.append(streaming.StreamingAgent)
-    if parallel_and_steering is not None and not args.no_parallel:
-        parts.append(parallel_and_steering.ParallelAgent)
-    return type("KitAgent", tuple(parts) or (agent.Agent,), {})
+    """The lessons' agents the flags leave on, stacked as one class in lesson_agents' order;
+    the loop stays agent.py's. Most change different methods of agent.Agent: ParallelAgent
+    answer_calls and emit (reads together), StreamingAgent ask_model (replies streamed),
+    TextAgent run and run_tool (JSON actions). But CompactingAgent changes ask_model and run
+    too, and of two versions of a method Python runs the first in the method order, the other
+    only if the first calls super() (lesson 14). So CompactingAgent comes first, and both of
+    its versions call super(): a request is compacted, then streamed; TextAgent's run runs
+    inside CompactingAgent's. check_order() holds that at import."""
+    wanted = {"CompactingAgent": not args.no_compact, "TextAgent": args.text_actions,
+              "StreamingAgent": not args.text_actions and not args.no_stream,
+              "ParallelAgent": not args.no_parallel}
+    parts = tuple(cls for cls in lesson_agents() if wanted[cls.__name__])
+    return type("KitAgent", parts or (agent.Agent,), {})
+
+
+def lesson_agents() -> list[type]:
+    """The lessons' agent classes whose modules are here, in the order agent_class stacks
+    them (TextAgent and StreamingAgent are never on together)."""
+    found = [(context_budget, "CompactingAgent"), (text_actions, "TextAgent"),
+             (streaming, "StreamingAgent"), (parallel_and_steering, "ParallelAgent")]
+    return [getattr(module, name) for module, name in found if module is not None]
+
+
+# The methods two of the lessons' agents both define, each checked by hand: in lesson_agents'
+# order the first to define it calls super(), so the other's version runs too.
+SHARED = {"ask_model", "run"}
+
+
+def shared_methods(*classes) -> set[str]:
+    """The methods more than one of the classes defines itself (__init__ aside: each of them
+    has one, and each calls super().__init__)."""
+    seen, shared = set(), set()
+    for cls in classes:
+        own = {name for name, value in vars(cls).items()
+               if callable(value) and name != "__init__"}
+        shared |= own & seen
+        seen |= own
+    return shared
+
+
+def check_order(classes) -> None:
+    """Raise TypeError if, stacked in this order, the classes would lose a method: one that two
+    of them define and SHARED does not list (nobody has checked it), or one whose earlier
+    version no longer calls super() (the later one would silently never run)."""
+    shared = shared_methods(*classes)
+    if shared - SHARED:
+        raise TypeError(f"the lessons' agents now both define {sorted(shared - SHARED)}: stacked "
+                        "by agent_class, only the first one's runs unless it calls super(). "
+                        "Check that it does (or change the order), then add it to SHARED")
+    for name in sorted(shared):
+        defining = [cls for cls in classes if name in vars(cls)]
+        for cls in defining[:-1]:
+            if "super" not in vars(cls)[name].__code__.co_names:  # no super() call in it
+                raise TypeError(f"{cls.__name__}.{name} no longer calls super(), so "
+                                f"{defining[-1].__name__}.{name} would never run: put it back, "
+                                "or change the order in lesson_agents")
+
+
+check_order(lesson_agents())  # at import, as agent.py checks its tools
 
 
 # --- Sessions -------------------------------------------------------------------------------
