@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -278,3 +279,27 @@ def test_main_refuses_at_import_an_order_that_would_lose_a_shared_method(kit):
     assert "CompactingAgent.ask_model no longer calls super(), so StreamingAgent.ask_model " \
         "would never run" in lost.stderr
 
+
+def test_the_commands_main_prints_run_as_printed_in_the_python_that_ran_it(kit, tmp_path):
+    flags = scripted(tmp_path, {"content": "Hello."})
+    child = main_py(kit, *flags, "Say hello.", cwd=kit)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    [line] = [line for line in err.splitlines() if line.startswith("go on with: ")]
+    command = shlex.split(line.removeprefix("go on with: "))
+    assert command[:2] == [sys.executable, "main.py"]  # not whatever `python` is on PATH
+    more = scripted(tmp_path, {"content": "Still here."})
+    done = subprocess.run([*command, *more, "Are you there?"], cwd=kit, capture_output=True,
+                          text=True, timeout=60, env={k: v for k, v in os.environ.items()
+                                                      if k != "OPENAI_API_KEY"})
+    assert done.returncode == 0, done.stderr
+    assert "Still here." in done.stdout and "resumed" in done.stderr
+    # from the kit's folder, a virtual environment in it reads as the README writes it
+    said = subprocess.run(
+        [sys.executable, "-E", "-c", "import sys\nsys.executable = '.venv/bin/python'\n"
+         "import main\nprint(main.again('--resume', 'sessions/a.jsonl'))\n"
+         "main.main(['--workdir', '.'])"], cwd=kit, capture_output=True, text=True, timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
+    assert said.stdout == ".venv/bin/python main.py --resume sessions/a.jsonl\n"
+    assert "mkdir -p play && .venv/bin/python main.py --scripted examples/hello.json " \
+        "--workdir play 'Say hello'" in said.stderr  # what to do without a key

@@ -29,6 +29,7 @@ import importlib
 import itertools
 import json
 import os
+import shlex
 import sys
 import time
 from functools import partial
@@ -64,8 +65,7 @@ SHELL_PROMPT = ("\nrun_command runs a shell command in the workspace; a person a
                 "one first. Use it to run the tests.")
 NO_KEY = ("No OPENAI_API_KEY is set. Export your key (for a local server such as Ollama, any "
           "value, with OPENAI_BASE_URL pointing at it), or try it offline on a scripted "
-          "model: mkdir -p play && python main.py --scripted examples/hello.json --workdir "
-          "play 'Say hello'")
+          "model: mkdir -p play && {command}")
 
 
 # --- The command line -----------------------------------------------------------------------
@@ -326,6 +326,14 @@ def shown(path: Path) -> str:
     return str(path) if relative.startswith("..") else relative
 
 
+def again(*arguments: str) -> str:
+    """The command that runs main.py again with these arguments, in the Python running it now
+    (so .venv/bin/python, as the README says, from the kit's folder): one to copy and paste."""
+    words = [shown(Path(sys.executable)) if sys.executable else "python",
+             shown(HERE / "main.py"), *arguments]
+    return " ".join(shlex.quote(word) for word in words)
+
+
 def say(text: str, quiet: bool = False) -> None:
     """What main.py itself has to say goes to stderr: stdout is the conversation."""
     if not quiet:
@@ -338,7 +346,9 @@ def say(text: str, quiet: bool = False) -> None:
 def main(argv=None) -> int:
     args = parse_args(argv)
     if not args.scripted and not os.environ.get("OPENAI_API_KEY"):
-        print(NO_KEY, file=sys.stderr)
+        offline = again("--scripted", shown(HERE / "examples" / "hello.json"), "--workdir",
+                        "play", "Say hello")
+        print(NO_KEY.format(command=offline), file=sys.stderr)
         return 2
     try:
         session = (sessions.open_session(args.resume) if args.resume
@@ -371,8 +381,7 @@ def run(args, session: sessions.Session) -> int:
     try:
         return converse(bot, args, tracer)
     finally:
-        say(f"go on with: python {shown(HERE / 'main.py')} --resume {shown(session.path)}",
-            args.quiet)
+        say(f"go on with: {again('--resume', shown(session.path))}", args.quiet)
 
 
 def compacting(args) -> bool:
