@@ -269,6 +269,54 @@ def test_an_interrupt_in_the_middle_of_the_parallel_reads_leaves_a_session_that_
     assert again.stop_reason == "done" and verdict(world) == []
 
 
+
+def test_after_an_interrupt_the_resumed_run_reads_again_what_the_cut_off_reads_did_not_give(
+        tmp_path):
+    """Ctrl-C lands once README.md's read is in the history and the other two are not: the
+    resumed model reads those two again (not only when no read got through), then fixes."""
+    world = evaluation.prepare(cap.TASK, tmp_path / "world")
+    readme_in, released = threading.Event(), threading.Event()
+
+    def interrupting(read):
+        def read_file(path):
+            if path == "pages.py":
+                assert readme_in.wait(timeout=10)
+                raise KeyboardInterrupt  # Ctrl-C, after README.md's result was recorded
+            if path == "test_pages.py":
+                released.wait(timeout=10)  # still running when Ctrl-C comes
+            return read(path)
+        return read_file
+
+    def listen(event):
+        message = event.get("message") or {}
+        if event["type"] == "message_end" and message.get("role") == "tool" and \
+                '"path": "README.md", "content"' in message["content"]:
+            readme_in.set()
+
+    with sessions.new_session(tmp_path / "s.jsonl") as session:
+        bot = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+                        policy=reject_then_approve(), session=session, on_event=listen,
+                        summarizer=notes())
+        bot.registry = {**bot.registry, "read_file": interrupting(bot.registry["read_file"])}
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                bot.chat(cap.TASK.text)
+        finally:
+            released.set()
+    results = [m["content"] for m in bot.messages if m["role"] == "tool"][1:]
+    assert '"content"' in results[0] and all('"content"' not in r for r in results[1:])
+    with sessions.open_session(tmp_path / "s.jsonl") as session:
+        again = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+                          policy=reject_then_approve(), session=session, on_event=None,
+                          summarizer=notes())
+        again.chat("Sorry, that was me. Please go on.")
+    first = again.messages[len(bot.messages) + 1]  # the resumed run's first reply
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in first.get("tool_calls", [])] == [("read_file", {"path": "pages.py"}),
+                                                      ("read_file", {"path": "test_pages.py"})]
+    assert again.stop_reason == "done" and verdict(world) == []
+
+
 CHILD = """
 import sys
 import time
