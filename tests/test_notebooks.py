@@ -184,12 +184,19 @@ def sanitized(text: str) -> str:
 
 
 def shown_text(cell) -> list[str]:
-    """What a code cell showed, as text: its streams and the plain-text form of its displays."""
-    shown = []
+    """What a code cell showed, as text: its streams and the plain-text form of its displays.
+    Consecutive pieces of one stream are joined (how a print is split depends on when the
+    kernel flushed it), as course.execute's coalesce_streams joins them."""
+    shown, last_stream = [], None
     for output in cell.get("outputs", []):
-        text = output.get("text") or output.get("data", {}).get("text/plain", "")
-        shown.append(sanitized("".join(text)))
-    return shown
+        text = "".join(output.get("text") or output.get("data", {}).get("text/plain", ""))
+        stream = output.get("name") if output.get("output_type") == "stream" else None
+        if stream is not None and stream == last_stream:
+            shown[-1] += text
+        else:
+            shown.append(text)
+        last_stream = stream
+    return [sanitized(text) for text in shown]
 
 
 @pytest.mark.parametrize("name, heading", RUN_AGAIN_FROM.items(), ids=list(RUN_AGAIN_FROM))
