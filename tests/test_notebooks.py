@@ -1,8 +1,10 @@
 """The notebooks as files: they travel, they need nothing from tests/, their code can be taken
 away (course.py export), and the course's helpers behave as the lessons say."""
 
+import configparser
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -173,9 +175,6 @@ RUN_AGAIN_FROM = {"14-capstone": "## 5. The review"}
 
 def sanitized(text: str) -> str:
     """text with nbval's replacements (tests/sanitize.cfg) made: temporary paths, addresses."""
-    import configparser
-    import re
-
     rules = configparser.ConfigParser()
     rules.read(ROOT / "tests" / "sanitize.cfg")
     for section in rules.sections():
