@@ -13,16 +13,31 @@
 4. No test and no notebook sees a provider's key, address or model name from the shell that
    started pytest (course.provider_settings): tests never reach a real provider, and a
    notebook's outputs do not change with the model a developer has set.
+5. Every `## ` section of a notebook runs in a fresh kernel, after only the notebook's first
+   code cell, as after a restart in the middle of a class: a section that leans on one above
+   it fails here. The kernels are forks of one server that has imported ipykernel and openai
+   (tests/fork_kernels.py), so a fresh one costs milliseconds, not a second and a half.
+   `--one-kernel` runs each notebook top to bottom in one kernel instead, as "Run All" does
+   (.ci/run runs that pass too).
 """
 
 import copy
 import os
 import shutil
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
 _run_tmp = None
+_fork_server = None
+
+
+def pytest_addoption(parser):
+    parser.addoption("--one-kernel", action="store_true",
+                     help="run each notebook top to bottom in one kernel (as Run All does), "
+                          "not each ## section in a fresh kernel")
 
 
 def pytest_configure(config):
@@ -38,25 +53,32 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    if _fork_server is not None:
+        _fork_server.kill()
+        _fork_server.wait()
     shutil.rmtree(_run_tmp, ignore_errors=True)
 
 
 # --- 2. every notebook cell, twice ---------------------------------------------------------
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     try:
         from nbval.plugin import IPyNbCell
     except ImportError:  # nbval not installed: nothing to do
         return
+    one_kernel = config.getoption("--one-kernel")
     for item in items:
         if isinstance(item, IPyNbCell):
-            item.runtest = _twice(item)
+            starts = not one_kernel and _starts_a_section(item)
+            item.runtest = _twice(item, fresh_kernel_first=starts)
 
 
-def _twice(item):
+def _twice(item, fresh_kernel_first=False):
     run = item.runtest
 
     def runtest():
+        if fresh_kernel_first:
+            _fresh_kernel(item.parent)
         # nbval's coalesce_streams merges the committed stream outputs in place: without a
         # fresh copy, the second comparison would see them merged twice and fail.
         reference = copy.deepcopy(item.cell.outputs)
@@ -77,6 +99,75 @@ def _twice(item):
                             *exc.args[1:])
             raise
     return runtest
+
+
+# --- 5. every section in a fresh kernel ----------------------------------------------------
+
+def _sections(notebook) -> list[int]:
+    """The section number of each code cell: 0 before the first `## ` heading, then 1, 2..."""
+    numbers, section = [], 0
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown" and any(
+                line.startswith("## ") for line in cell.source.split("\n")):
+            section += 1
+        elif cell.cell_type == "code":
+            numbers.append(section)
+    return numbers
+
+
+def _starts_a_section(item) -> bool:
+    """Whether this code cell is the first of a `## ` section (so it gets a fresh kernel)."""
+    numbers = _sections(item.parent.nb)
+    n = item.cell_num
+    return n > 0 and numbers[n] != numbers[n - 1]
+
+
+def _fresh_kernel(notebook) -> None:
+    """Replace the notebook's kernel with a new one and run only its first code cell there."""
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME, RunningKernel
+    old = notebook.kernel
+    name = (CURRENT_ENV_KERNEL_NAME if notebook.config.option.nbval_current_env
+            else notebook.nb.metadata.get("kernelspec", {}).get("name", "python"))
+    notebook.kernel = RunningKernel(name, cwd=str(notebook.fspath.dirname),
+                                    startup_timeout=notebook.config.option.nbval_kernel_startup_timeout)
+    old.stop()
+    first = next(cell for cell in notebook.nb.cells if cell.cell_type == "code")
+    kernel = notebook.kernel
+    msg_id = kernel.execute_cell_input(first.source, allow_stdin=False)
+    reply = kernel.get_message(stream="shell", timeout=120)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kernel.get_message(stream="shell", timeout=120)
+    if reply["content"]["status"] != "ok":
+        raise RuntimeError("the notebook's first cell failed in a fresh kernel: "
+                           f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}")
+
+
+def _use_forked_kernels() -> None:
+    """nbval's kernel for --nbval-current-env, started as a fork of this process's server."""
+    try:
+        from nbval.kernel import CURRENT_ENV_KERNEL_NAME, NbvalKernelspecManager
+    except ImportError:
+        return
+    plain = NbvalKernelspecManager.get_kernel_spec
+
+    def get_kernel_spec(self, kernel_name):
+        global _fork_server
+        spec = plain(self, kernel_name)
+        if kernel_name == CURRENT_ENV_KERNEL_NAME:
+            if _fork_server is None:
+                _fork_server = fork_kernels.start_server()
+            spec.argv = [sys.executable, fork_kernels.__file__, "{connection_file}"]
+        return spec
+
+    NbvalKernelspecManager.get_kernel_spec = get_kernel_spec
+
+
+if sys.platform == "linux":  # elsewhere (macOS forks badly after some imports): plain kernels
+    sys.path.insert(0, str(Path(__file__).parent / "tests"))
+    import fork_kernels  # noqa: E402
+
+    sys.path.pop(0)
+    _use_forked_kernels()
 
 
 # --- 3. displays updated in place ------------------------------------------------------------

@@ -8,7 +8,8 @@ In a notebook:
   watch(agent)             the history table, growing in place as each message lands
   rewind(label, *things)   makes a cell that carries a story on safe to run again
   check("04.2", answer)    runs an exercise's checks on your code and says what passed
-  import sandbox           a lesson's export cells, loaded as a module (any lesson with them)
+  import sandbox           a lesson's export cells, loaded as a module (any lesson with them);
+                           an export cell run in this kernel is part of that module at once
 
 From a shell:
   python notebooks/course.py export NN-slug -o FILE.py   a lesson's export cells as one module
@@ -405,26 +406,115 @@ def cells(path: Path, tag: str | None = None) -> list[dict]:
             or tag in cell.get("metadata", {}).get("tags", [])]
 
 
+# Every export cell starts with this line, naming its module: the kernel cannot see a cell's
+# tags, but it sees its text, so this line is how a cell run in Jupyter joins its module.
+EXPORT_MARK = "# export: "
+
+
+def export_mark(source: str) -> str | None:
+    """The module an export cell's text says it belongs to, or None for any other cell."""
+    first = source.lstrip("\n").split("\n", 1)[0].rstrip()
+    name = first.removeprefix(EXPORT_MARK)
+    return name if first.startswith(EXPORT_MARK) and name.isidentifier() else None
+
+
+def without_mark(source: str) -> str:
+    """An export cell's code without its first line, the mark (an exported module omits it)."""
+    source = source.strip("\n")
+    return source.split("\n", 1)[1].strip("\n") if export_mark(source) else source
+
+
 def export_source(path: Path) -> str:
-    """The code of a notebook's export cells, one cell after another."""
-    code = [("".join(c["source"])).strip("\n") for c in cells(path, "export")
+    """The code of a notebook's export cells, one cell after another, without their marks."""
+    code = [without_mark("".join(c["source"])) for c in cells(path, "export")
             if c["cell_type"] == "code"]
     if not code:
         raise LookupError(f"{path.name} has no code cell tagged 'export'")
     return "\n\n\n".join(code) + "\n"
 
 
-def load_notebook(name: str, tag: str = "export"):
-    """Run the cells of a notebook tagged `tag` in a fresh module and return it (a new copy on
-    every call; `import sandbox` gives the shared one)."""
+def load_notebook(name: str):
+    """A fresh module of a notebook's export cells (a new copy on every call; `import sandbox`
+    gives the shared one): the saved file's cells, and then, in a kernel that has run some of
+    them, those cells as they were last run, so a copy has the student's edits too."""
     import types
     path = notebook_path(name)
-    source = export_source(path) if tag == "export" else "\n\n".join(
-        "".join(c["source"]) for c in cells(path, tag) if c["cell_type"] == "code")
     module = types.ModuleType(module_name(path))
     module.__file__ = str(path)
-    _run(source, f"{path.name} ({tag} cells)", module)
+    _run(export_source(path), f"{path.name} (export cells)", module)
+    for source in _cells_run_here.get(module.__name__, []):
+        _run(without_mark(source), _kernel_cell_name(module.__name__), module)
     return module
+
+
+# --- Export cells run in a kernel are their module ---------------------------------------------
+# A student edits an export cell and runs it: from then on `import sandbox`, every later cell
+# and every check must use that code, not the saved file's. So after each export cell runs, its
+# code runs once more inside its module (loaded first from the saved notebook if it is not yet),
+# and the names it defined in the notebook are set to the module's objects: one copy of each,
+# whatever imports it. (Running a cell again is harmless: export cells only define.)
+
+_cells_run_here: dict[str, list[str]] = {}  # module -> export cells run in this kernel, in order
+_kernel_cells = iter(range(1, 1 << 62))  # a name of its own for each run, for tracebacks
+
+
+def _kernel_cell_name(module: str) -> str:
+    return f"{module} (an export cell run in this kernel, #{next(_kernel_cells)})"
+
+
+def _join_module(result) -> None:
+    """IPython's post_run_cell hook: an export cell that ran without error joins its module."""
+    source = getattr(result.info, "raw_cell", "") or ""
+    name = export_mark(source)
+    if name is None or not result.success:
+        return
+    module = sys.modules.get(name) or _module_to_join(name)
+    before = dict(vars(module))
+    runs = _cells_run_here.setdefault(name, [])
+    try:
+        _run(without_mark(source), _kernel_cell_name(name), module)
+    except Exception as exc:  # it ran in the notebook but not as its module: say so, once
+        print(f"note: this cell ran, but not as part of the module {name}: "
+              f"{_exception_line(exc)} (an exported {name}.py would fail the same way)")
+        return
+    if source in runs:
+        runs.remove(source)
+    runs.append(source)
+    from IPython import get_ipython
+    names = get_ipython().user_ns  # the notebook's own names, now the module's objects
+    for key, value in vars(module).items():
+        if not key.startswith("__") and (key not in before or before[key] is not value):
+            names[key] = value
+
+
+def _module_to_join(name: str):
+    """The module a first export cell joins: the saved notebook's (so a section run on its own
+    still has the cells above it), or, for a module the course does not have, a new one."""
+    import types
+    if name in _ExportCellsFinder().names():
+        try:
+            return importlib.import_module(name)
+        except Exception as exc:
+            print(f"note: the saved export cells of {name} do not run ({_exception_line(exc)});"
+                  f" {name} is made of the export cells run in this kernel only")
+            sys.modules.pop(name, None)
+    module = types.ModuleType(name)
+    module.__file__ = f"<export cells run in this kernel: {name}>"
+    sys.modules[name] = module
+    return module
+
+
+def _listen_for_export_cells() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and _join_module not in shell.events.callbacks["post_run_cell"]:
+        shell.events.register("post_run_cell", _join_module)
+
+
+_listen_for_export_cells()
 
 
 def _run(source: str, name: str, module) -> None:

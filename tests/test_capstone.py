@@ -23,6 +23,7 @@ from pathlib import Path
 
 import course
 import pytest
+from props.clock import FakeClock
 
 import agent
 from agent import ScriptedClient, reply, tool_call
@@ -53,7 +54,7 @@ def run_task(tmp_path, person, *, name="run", budget=cap.BUDGET, keep_recent=cap
     base = tmp_path / name
     world = evaluation.prepare(cap.TASK, base / "world")
     handlers = [events.append] if events is not None else []
-    trace = tracing.Tracer(base / "traces", clock=tracing.FakeClock()) if tracer else None
+    trace = tracing.Tracer(base / "traces", clock=FakeClock()) if tracer else None
     with sessions.new_session(base / "session.jsonl") as session:
         bot = cap.build(world.workspace, ScriptedClient(steps or [cap.fixer] * 20),
                         "scripted-demo", policy=person, session=session,

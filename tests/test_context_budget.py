@@ -24,6 +24,7 @@ import openai
 import pytest
 import sessions
 import tracing
+from props.clock import FakeClock
 from test_loop import assert_history_valid
 
 import agent
@@ -658,7 +659,7 @@ def test_a_compaction_is_a_session_entry_the_loader_carries_and_a_resumed_agent_
     meter = cb.Meter()
     bot = cb.CompactingAgent(ScriptedClient(script), "gpt-4.1-mini", on_event=meter,
                              summarizer=summarizer(), **options)
-    with sessions.new_session(path, clock=tracing.FakeClock()) as session:
+    with sessions.new_session(path, clock=FakeClock()) as session:
         sessions.record(session, bot)
         cb.record_compactions(session, bot)
         bot.chat("read f.txt a few times")

@@ -88,3 +88,148 @@ def test_no_notebook_run_sees_the_provider_a_developer_has_set(checked):
     verdicts, stdout, outputs = checked
     assert "".join(outputs[6]["outputs"][0]["text"]) == "[]\n"  # execute passed none on
     assert verdicts[6] == "PASSED", stdout  # and neither did pytest's kernels
+
+
+# --- every section in a fresh kernel ----------------------------------------------------------
+
+SECTIONS = [  # (markdown heading or None, code)
+    (None, course.FIRST_CELL),
+    ("## One", "x = 1\nprint(x)"),
+    ("## Two", "print(x + 1)"),  # leans on section One: fails when run on its own
+    ("## Three", "x = 1  # what section One made, rebuilt\nprint(x + 2, 'course' in dir())"),
+]
+
+
+@pytest.fixture(scope="module")
+def sectioned(tmp_path_factory):
+    """A notebook of three sections, executed top to bottom; then pytest's verdicts on its
+    cells with a fresh kernel per section (the default) and in one kernel (--one-kernel)."""
+    folder = tmp_path_factory.mktemp("sections")
+    path = folder / "s.ipynb"
+    cells = []
+    for n, (heading, source) in enumerate(SECTIONS):
+        if heading:
+            cells.append({"cell_type": "markdown", "id": f"md-{n}", "metadata": {},
+                          "source": heading})
+        cells.append({"cell_type": "code", "execution_count": None, "id": f"cell-{n}",
+                      "outputs": [], "metadata": {}, "source": source})
+    path.write_text(json.dumps({
+        "cells": cells, "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}, "language_info": {"name": "python"}}}))
+    env = {**os.environ, "AGENT_FROM_ZERO": str(ROOT),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "notebooks")])}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENT_FROM_ZERO", str(ROOT))
+        course.execute(path)
+    verdicts = {}
+    for mode in ([], ["--one-kernel"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-v",
+             "--nbval", "--nbval-current-env", "-c", os.devnull, "--rootdir", str(folder),
+             *mode, str(path)], cwd=folder, env=env, capture_output=True, text=True,
+            timeout=300)
+        verdicts[" ".join(mode) or "default"] = (
+            {int(n): v for n, v in re.findall(r"::Cell (\d+) (PASSED|FAILED)", done.stdout)},
+            done.stdout)
+    return verdicts
+
+
+def test_a_section_that_leans_on_one_above_it_fails_in_its_fresh_kernel(sectioned):
+    verdicts, stdout = sectioned["default"]
+    assert verdicts == {0: "PASSED", 1: "PASSED", 2: "FAILED", 3: "PASSED"}, stdout
+    assert "NameError" in stdout and "name 'x' is not defined" in stdout
+
+
+def test_a_fresh_section_kernel_has_run_the_first_cell_and_a_rebuilt_section_passes(sectioned):
+    verdicts, stdout = sectioned["default"]
+    assert verdicts[3] == "PASSED", stdout  # printed "3 True": course imported, x rebuilt
+
+
+def test_one_kernel_runs_the_notebook_top_to_bottom_as_run_all_does(sectioned):
+    verdicts, stdout = sectioned["--one-kernel"]
+    assert set(verdicts.values()) == {"PASSED"} and len(verdicts) == 4, stdout
+
+
+# --- the fork server behind those kernels -----------------------------------------------------
+
+
+@pytest.fixture
+def forked_kernel(monkeypatch):
+    """A kernel started as conftest starts nbval's: a fork of a server of its own."""
+    if sys.platform != "linux":
+        pytest.skip("forked kernels are used on Linux only")
+    import fork_kernels
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpec
+
+    monkeypatch.delenv(fork_kernels.ADDRESS, raising=False)
+    server = fork_kernels.start_server()
+    spec = KernelSpec(argv=[sys.executable, fork_kernels.__file__, "{connection_file}"],
+                      display_name="forked", language="python")
+    manager = KernelManager()
+    manager._kernel_spec = spec
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=60)
+    yield manager, client
+    client.stop_channels()
+    if manager.is_alive():
+        manager.shutdown_kernel(now=True)
+    server.kill()
+    server.wait()
+
+
+def kernel_says(client, code: str, timeout: float = 30) -> str:
+    said = []
+    reply = client.execute_interactive(
+        code, timeout=timeout,
+        output_hook=lambda m: said.append(m["content"].get("text", "")
+                                          or m["content"].get("ename", "")))
+    return "".join(said) + ("" if reply["content"]["status"] == "ok"
+                            else reply["content"]["ename"])
+
+
+def test_a_forked_kernel_runs_cells_and_is_interrupted_like_a_started_one(forked_kernel):
+    import threading
+
+    manager, client = forked_kernel
+    assert kernel_says(client, "print(6 * 7)") == "42\n"
+    started = threading.Event()
+
+    def interrupt_once_running():
+        started.wait(30)
+        manager.interrupt_kernel()
+
+    threading.Thread(target=interrupt_once_running, daemon=True).start()
+    said = []
+
+    def hook(message):
+        said.append(message["content"].get("text", ""))
+        if "running" in said[-1]:
+            started.set()
+
+    reply = client.execute_interactive(
+        "import time\nprint('running', flush=True)\ntime.sleep(60)", timeout=60,
+        output_hook=hook)
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert kernel_says(client, "print('still here')") == "still here\n"
+
+
+def test_a_killed_launcher_takes_its_forked_kernel_with_it(forked_kernel):
+    import signal
+    import time
+
+    manager, client = forked_kernel
+    pid = int(kernel_says(client, "import os\nprint(os.getpid())"))
+    os.kill(manager.provisioner.process.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.02)  # polling the kernel's end, with a deadline; nothing is timed
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -265,32 +265,59 @@ SECTIONS = ["What you will learn", "The idea", "Diagram", "Walk through the code
             "Exercises", "Questions to discuss", "Take it with you"]
 
 
+def headings_of(text: str) -> list[str]:
+    """The `## ` headings of a Markdown text, outside fenced code blocks."""
+    headings, fenced = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif line.startswith("## ") and not fenced:
+            headings.append(line[3:].strip())
+    return headings
+
+
 @pytest.mark.parametrize("lesson", LESSON_TEXTS, ids=[p.stem for p in LESSON_TEXTS])
 def test_every_lesson_has_the_sections_in_order_and_a_notebook_twin(lesson):
+    """The main path's sections in order; then, at the end, an optional "Going further" (what
+    a class need not do together) and "Sources" (where each claim about another system was
+    checked), and nothing else."""
     text = lesson.read_text(encoding="utf-8")
-    headings = [line[3:].strip() for line in text.split("\n") if line.startswith("## ")]
+    headings = headings_of(text)
     assert [h for h in headings if h in SECTIONS] == SECTIONS, headings
     after = headings[headings.index("Take it with you") + 1:]
-    assert all(h.startswith("Appendix") for h in after), f"only appendices after the end: {after}"
+    assert after in (["Going further", "Sources"], ["Sources"]), \
+        f"after 'Take it with you' come 'Going further' (if any) and then 'Sources': {after}"
     assert "```mermaid" in text.split("## Diagram")[1].split("\n## ")[0]
     notebook = ROOT / "notebooks" / f"{lesson.stem}.ipynb"
     assert notebook.exists() and f"../notebooks/{notebook.name}" in text
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_every_notebook_links_its_lesson_and_ends_with_check_yourself_then_your_turn(path):
+def test_every_notebook_links_its_lesson_and_ends_its_main_path_with_check_yourself_then_your_turn(
+        path):
+    """Title, main path, "Check yourself", "Your turn" (only exercises), and then the
+    "Going further: ..." sections, which no cell of the main path needs."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     first = "".join(cells[0]["source"])
     assert cells[0]["cell_type"] == "markdown" and f"../lessons/{path.stem}.md" in first
     titles = [line for c in cells if c["cell_type"] == "markdown"
               for line in "".join(c["source"]).split("\n") if line.startswith("## ")]
     assert "## Check yourself" in titles and "## Your turn" in titles
-    assert titles.index("## Check yourself") < titles.index("## Your turn")
-    your_turn = [i for i, c in enumerate(cells) if "\n## Your turn" in "\n" + "".join(c["source"])]
-    for cell in cells[your_turn[0]:]:
+    assert titles.index("## Check yourself") == titles.index("## Your turn") - 1
+    further = titles[titles.index("## Your turn") + 1:]
+    assert all(t.startswith("## Going further: ") for t in further), \
+        f"after 'Your turn' come only sections '## Going further: ...': {further}"
+    section = None
+    for cell in cells:
+        heads = [line for line in "".join(cell["source"]).split("\n") if line.startswith("## ")]
+        if cell["cell_type"] == "markdown" and heads:
+            section = heads[-1]
         tags = cell.get("metadata", {}).get("tags", [])
-        assert cell["cell_type"] == "markdown" or "exercise" in tags, \
-            "after 'Your turn' come only exercises and the words between them"
+        if section == "## Your turn":
+            assert cell["cell_type"] == "markdown" or "exercise" in tags, \
+                "in 'Your turn' come only exercises and the words between them"
+        elif "exercise" in tags:
+            raise AssertionError(f"an exercise outside 'Your turn', in {section}")
 
 
 def test_export_cells_run_as_written_not_under_course_pys_future_imports(tmp_path, monkeypatch):
@@ -316,3 +343,72 @@ def test_exported_files_get_an_ordinary_mode_and_a_rewritten_file_keeps_its_own(
     out.chmod(0o640)
     course.write_file(out, "changed\n")
     assert out.stat().st_mode & 0o777 == 0o640 and out.read_text() == "changed\n"
+
+
+# --- an export cell run in a kernel is its module --------------------------------------------
+
+
+def test_every_export_cell_starts_with_the_mark_that_names_its_module():
+    for path in NOTEBOOKS:
+        for cell in code_cells(path):
+            source = "".join(cell["source"])
+            exported = "export" in cell.get("metadata", {}).get("tags", [])
+            if exported:
+                assert course.export_mark(source) == course.module_name(path), \
+                    f"{path.name}: an export cell must start with '# export: " \
+                    f"{course.module_name(path)}'; this one starts {source[:40]!r}"
+            else:
+                assert course.export_mark(source) is None, \
+                    f"{path.name}: a cell not tagged export starts with the mark: {source[:40]!r}"
+
+
+def test_an_exported_module_leaves_the_marks_out(tmp_path):
+    out = tmp_path / "sandbox.py"
+    assert course.main(["export", "05-sandbox", "-o", str(out)]) == 0
+    assert course.EXPORT_MARK not in out.read_text()
+
+
+def run_cells(*sources: str) -> list[str]:
+    """Run cells in a fresh Jupyter kernel opened in notebooks/, as a student's; what each
+    printed (or the error it raised)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(course.FIRST_CELL)]
+                                        + [nbformat.v4.new_code_cell(s) for s in sources])
+    client = NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}})
+    client.execute()
+    return ["".join(o.get("text") or o.get("evalue") or "" for o in cell.outputs)
+            for cell in notebook.cells[1:]]
+
+
+def test_an_edited_export_cell_is_what_the_kernels_imports_and_copies_use():
+    shown = run_cells(
+        # a section run on its own: its first cell imports the module, from the saved file
+        "import the_loop\nsaved = the_loop.bare_loop",
+        # the student edits the loop's export cell and runs it
+        "# export: the_loop\nimport json\n\n\ndef bare_loop(client, task, system_prompt, "
+        "max_turns=10):\n    return 'edited', []\n",
+        "import the_loop as again\n"
+        "print(again is the_loop, the_loop.bare_loop is bare_loop, saved is not bare_loop,\n"
+        "      hasattr(the_loop, 'TOOLS'))\n"  # the module's other names are still there
+        "print(the_loop.bare_loop(None, 't', 's')[0])\n"
+        "print(course.load_notebook('03-the-loop').bare_loop(None, 't', 's')[0])",  # a copy
+        # a first export cell with no import before it: the saved module, then the cell
+        "# export: guards\nMARKER = 'edited here'\n",
+        "import guards\nprint(guards.MARKER, hasattr(guards, 'RepeatedCall'), MARKER)",
+    )
+    assert shown[0] == "" and shown[1] == ""
+    assert shown[2] == "True True True True\nedited\nedited\n"
+    assert shown[4] == "edited here True edited here\n"
+
+
+def test_an_export_cell_that_only_works_in_the_notebook_says_its_module_would_fail():
+    shown = run_cells("only_here = 21",
+                      "# export: guards\nvalue = only_here * 2\n",
+                      "import guards\nprint(value, hasattr(guards, 'value'))")
+    assert shown[1] == ("note: this cell ran, but not as part of the module guards: NameError: "
+                        "name 'only_here' is not defined (an exported guards.py would fail the "
+                        "same way)\n")
+    assert shown[2] == "42 False\n"

@@ -13,6 +13,7 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
+from props.clock import FakeClock
 from test_loop import assert_history_valid
 
 import agent
@@ -177,7 +178,7 @@ def test_message_update_events_go_through_agent_emit():
 
 
 def test_first_delta_and_duration_are_measured_on_the_agents_clock():
-    clock = course.load_notebook("07-tracing").FakeClock(0.0)
+    clock = FakeClock(0.0)
     events = []
     client = nb.StreamingScriptedClient([reply("x" * 95)], piece=(5, 5), interval=0.05,
                                         sleep=clock.advance)
@@ -189,7 +190,7 @@ def test_first_delta_and_duration_are_measured_on_the_agents_clock():
 
 
 def test_a_reply_not_streamed_waits_as_long_as_its_stream_would_take():
-    clock = course.load_notebook("07-tracing").FakeClock(0.0)
+    clock = FakeClock(0.0)
     client = nb.StreamingScriptedClient([reply("x" * 95)], piece=(5, 5), interval=0.05,
                                         sleep=clock.advance)
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}])
@@ -507,7 +508,7 @@ def test_an_error_from_the_connection_mid_stream_leaves_the_history_valid(workdi
 
 def test_lesson_07s_tracer_records_a_streamed_run_whole_and_it_replays(workdir):
     tracing = course.load_notebook("07-tracing")
-    tracer = tracing.Tracer(workdir.parent / "traces", clock=tracing.FakeClock())
+    tracer = tracing.Tracer(workdir.parent / "traces", clock=FakeClock())
     script = CORPUS["parallel calls"]
     bot = nb.StreamingAgent(nb.StreamingScriptedClient(script), "m", on_event=tracer)
     bot.chat("go")

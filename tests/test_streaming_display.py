@@ -8,6 +8,7 @@ import re
 
 import course
 import pytest
+from props.clock import FakeClock
 
 import agent
 from agent import Agent, reply, step, tool_call
@@ -243,7 +244,7 @@ def test_in_jupyter_it_updates_one_output_area_per_run(monkeypatch):
 
 
 def test_a_redraw_at_most_every_so_often_and_the_last_picture_whole(in_tmp):
-    clock = tracing.FakeClock(0.0)
+    clock = FakeClock(0.0)
     out = FakeTTY()
     writes = []
     write = out.write

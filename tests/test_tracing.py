@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from course import load_notebook
+from props.clock import FakeClock, with_latency, with_tool_time
 
 import agent
 from agent import (
@@ -60,7 +61,7 @@ def project(tmp_path, monkeypatch):
 
 def traced(script, folder, clock=None, **options):
     """An Agent on `script` whose events go to a Tracer writing into `folder`."""
-    clock = clock or nb.FakeClock()
+    clock = clock or FakeClock()
     tracer = nb.Tracer(folder, clock=clock)
     bot = Agent(ScriptedClient(script), "scripted-demo", on_event=tracer, **options)
     return bot, tracer
@@ -86,14 +87,14 @@ def fails_with(exc):
 
 
 def test_a_trace_is_complete_with_turns_ids_durations_and_usage(project, tmp_path):
-    clock = nb.FakeClock()
+    clock = FakeClock()
     tracer = nb.Tracer(tmp_path / "traces", clock=clock)
-    client = nb.with_latency(ScriptedClient([
+    client = with_latency(ScriptedClient([
         tool_call("list_files", path="."),
         [tool_call("read_file", path="notes.txt"), tool_call("read_file", path="nope.txt")],
         reply("There is a note about milk."),
     ]), clock)
-    registry = nb.with_tool_time(TOOL_REGISTRY, clock, seconds=0.25)
+    registry = with_tool_time(TOOL_REGISTRY, clock, seconds=0.25)
     bot = Agent(client, "scripted-demo", registry=registry, on_event=tracer)
     bot.chat("What is in this folder?")
 
@@ -157,7 +158,7 @@ def test_one_file_per_run(project, tmp_path):
 
 
 def test_the_tracer_writes_trace_to_lines_with_fields_added(project, tmp_path):
-    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+    tracer = nb.Tracer(tmp_path / "traces", clock=FakeClock())
     plain = trace_to(str(tmp_path / "plain.jsonl"))
 
     def both(event):
@@ -303,7 +304,7 @@ def test_a_run_that_hits_max_turns(project, tmp_path):
 
 
 def test_a_run_where_the_client_raises(project, tmp_path):
-    clock = nb.FakeClock()
+    clock = FakeClock()
 
     def timeout(messages):
         clock.advance(30)
@@ -395,7 +396,7 @@ HALF_AN_EMOJI = "\ud83d"  # a lone surrogate: half of an emoji's UTF-16 pair, as
 
 def both_traces(tmp_path):
     """The lesson's Tracer and agent.py's trace_to, on one run: (handler, the files it wrote)."""
-    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+    tracer = nb.Tracer(tmp_path / "traces", clock=FakeClock())
     plain = tmp_path / "plain.jsonl"
     return fan_out(tracer, trace_to(str(plain))), lambda: [tracer.paths[0], plain]
 
@@ -438,7 +439,7 @@ def test_a_lone_surrogate_from_the_model_never_stops_a_traced_run(project, tmp_p
 
 
 def test_a_handler_after_the_tracer_that_raises_leaves_its_event_in_the_trace(project, tmp_path):
-    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+    tracer = nb.Tracer(tmp_path / "traces", clock=FakeClock())
 
     def stop_at_the_first_answer(event):
         if event["type"] == "message_end" and event["message"]["role"] == "assistant":
@@ -527,7 +528,7 @@ def test_two_tracers_starting_at_once_on_one_folder_never_share_a_file(tmp_path)
                 both_chose.wait()
             return super().items()
 
-    tracers = [nb.Tracer(tmp_path / "traces", clock=nb.FakeClock(), secrets=Secrets())
+    tracers = [nb.Tracer(tmp_path / "traces", clock=FakeClock(), secrets=Secrets())
                for _ in range(2)]
     threads = [threading.Thread(target=tracer, args=({"type": "agent_start", "model": f"m{n}"},))
                for n, tracer in enumerate(tracers)]
@@ -667,7 +668,7 @@ def test_a_line_that_is_json_but_no_trace_event_is_reported(tmp_path):
 def test_a_line_written_after_a_torn_one_starts_on_a_line_of_its_own(project, tmp_path, writer):
     """Ctrl-C in the middle of a write tears that line, and the run goes on to write its
     agent_end. Each writer ends the torn line first, so only that line is lost."""
-    tracer = nb.Tracer(tmp_path / "traces", clock=nb.FakeClock())
+    tracer = nb.Tracer(tmp_path / "traces", clock=FakeClock())
     plain = tmp_path / "plain.jsonl"
     handler = tracer if writer == "Tracer" else trace_to(str(plain))
 
@@ -854,19 +855,19 @@ def test_the_timeline_chart_draws_every_model_call_and_tool_where_it_happened(
         return sorted(found, key=lambda bar: bar[1])
 
     model, tool, failed = to_rgba("tab:blue"), to_rgba("tab:green"), to_rgba("tab:red")
-    clock = nb.FakeClock()
+    clock = FakeClock()
 
     def server_down(messages):
         clock.advance(30)
         raise TimeoutError("no answer")
 
     tracer = nb.Tracer(tmp_path / "traces", clock=clock)
-    client = nb.with_latency(ScriptedClient([
+    client = with_latency(ScriptedClient([
         [tool_call("list_files", path="."), tool_call("read_file", path="missing.txt")],
         reply("ok"), tool_call("list_files", path="."), server_down,
     ]), clock, base=0.5, per_prompt_token=0, per_output_token=0)  # every model call: 0.5 s
     bot = Agent(client, "scripted-demo", on_event=tracer,
-                registry=nb.with_tool_time(TOOL_REGISTRY, clock, seconds=0.25))
+                registry=with_tool_time(TOOL_REGISTRY, clock, seconds=0.25))
     bot.chat("look")
     with pytest.raises(TimeoutError):
         bot.chat("look again")
@@ -924,18 +925,18 @@ def test_opentelemetry_spans_use_the_genai_names_and_kinds(project, tmp_path):
 
 def failing_run(folder):
     """A traced run: a model call, a tool that fails, a model call that times out (30 s)."""
-    clock = nb.FakeClock()
+    clock = FakeClock()
 
     def timeout(messages):
         clock.advance(30)
         raise TimeoutError("no answer in 30 s")
 
     tracer = nb.Tracer(folder, clock=clock)
-    client = nb.with_latency(ScriptedClient([tool_call("read_file", path="missing.txt"),
+    client = with_latency(ScriptedClient([tool_call("read_file", path="missing.txt"),
                                              timeout]), clock, base=0.5, per_prompt_token=0,
                              per_output_token=0)
     bot = Agent(client, "scripted-demo", on_event=tracer,
-                registry=nb.with_tool_time(TOOL_REGISTRY, clock, seconds=0.25))
+                registry=with_tool_time(TOOL_REGISTRY, clock, seconds=0.25))
     with pytest.raises(TimeoutError):
         bot.chat("read missing.txt")
     return nb.load_trace(tracer.paths[0])

@@ -12,6 +12,7 @@ from pathlib import Path
 import course
 import tracing
 from openai.types import CompletionUsage
+from props.clock import FakeClock
 
 import agent
 from agent import Agent, ScriptedClient, reply, tool_call
@@ -143,7 +144,7 @@ def _(t, cached_cost):
 def timed_run(steps, tool_seconds, model_seconds, fail_last=False):
     """A traced run whose model calls take model_seconds[i] and whose tool calls take
     tool_seconds[i], in order, on a fake clock; the records of its trace."""
-    clock = tracing.FakeClock(start=1_000.0)
+    clock = FakeClock(start=1_000.0)
     model_times, tool_times = iter(model_seconds), iter(tool_seconds)
     steps = list(steps)
     if fail_last:

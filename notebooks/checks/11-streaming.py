@@ -7,7 +7,7 @@ import course
 import httpx2
 import openai
 import streaming
-from tracing import FakeClock
+from props.clock import FakeClock
 
 import agent
 from agent import Agent, reply, tool_call
