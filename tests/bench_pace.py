@@ -7,7 +7,7 @@ Per lesson it prints the main path's size and the notebook's run time:
              (or "## Sources"): what a class reads together
   nb words   prose of the notebook's Markdown cells before its first "## Going further: ..."
   code       lines of code cells before that heading, the first cell included (blank lines
-             and comment-only lines not counted)
+             not counted; comments are, since a student reads them)
   main s     seconds the notebook's main-path cells take to run, in a fresh kernel, one after
              another, once each (the kernel's start not counted)
   all s      the same for every cell, Going further included
@@ -58,7 +58,7 @@ def going_further(cells: list[dict]) -> int:
 def code_lines(cells: list[dict]) -> int:
     return sum(1 for c in cells if c["cell_type"] == "code"
                for line in "".join(c["source"]).split("\n")
-               if line.strip() and not line.strip().startswith("#"))
+               if line.strip())
 
 
 def run_times(path: Path, cut: int) -> tuple[float, float]:
