@@ -35,13 +35,28 @@ def parse_python_style(text):
         spans, _ = text_actions.object_spans(text)
         for start, end in spans:
             try:
-                value = ast.literal_eval(text[start:end])
+                value = python_literal(text[start:end])
+            except FormatError:  # a key given twice: say so
+                raise
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 continue
             if isinstance(value, dict):
                 note = "your action was a Python dict; JSON needs double quotes"
                 return text_actions.checked(value, [note])
         raise refusal
+
+
+def python_literal(span):
+    """span as a Python literal. A key given twice is refused: ast.literal_eval, like
+    json.loads, would keep the last value silently, so ast.parse shows every key first."""
+    tree = ast.parse(span, mode="eval")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [ast.literal_eval(key) for key in node.keys if key is not None]
+            if len(keys) != len(set(keys)):
+                raise FormatError("your action gives a key twice, so which value you meant "
+                                  "is a guess; send each key once")
+    return ast.literal_eval(tree)
 
 
 class TotalFormatErrors(text_actions.TextActions):

@@ -844,3 +844,186 @@ def test_the_exported_module_imports_and_wraps_a_client_beside_agent_and_guards(
                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ok", "done", "False"]
+
+
+# --- attacks: every reply is parsed or refused, whatever its shape or depth -----------------
+
+DEEP = 5_000  # far past Python's recursion limit: json.loads alone raises RecursionError
+CALL = '{"type": "call_tool", "name": "read_file", "arguments": '
+
+DEEP_REPLIES = [  # (id, reply)
+    ("[ never closed", "[" * DEEP),
+    ("[ a hundred thousand times", "[" * 100_000),
+    ("[ closed", "[" * DEEP + "]" * DEEP),
+    ('{"a": never closed', '{"a": ' * DEEP),
+    ('{"a": closed', '{"a": ' * DEEP + "1" + "}" * DEEP),
+    ("arguments that repeat [", CALL + '{"path": ' + "[" * DEEP + "]" * DEEP + "}}"),
+    ("arguments that repeat [, never closed", CALL + "[" * DEEP),
+    ("arguments that repeat {, never closed", CALL + '{"a": ' * DEEP),
+    ("in a code fence", "```json\n" + "[" * DEEP + "]" * DEEP + "\n```"),
+    ("in prose", "Here it is: " + CALL + '{"path": ' + "[" * DEEP + "]" * DEEP + "}} ok?"),
+    ("arguments a string of deep JSON",
+     json.dumps({"type": "call_tool", "name": "read_file", "arguments": "[" * DEEP + "]" * DEEP})),
+    ("a finish whose output nests deeply",
+     '{"type": "finish", "output": ' + "[" * DEEP + "]" * DEEP + "}"),
+    ("deep, but within Python's limit", CALL + '{"path": ' + "[" * 500 + "]" * 500 + "}}"),
+    ("with a trailing comma to repair", CALL + '{"path": ' + "[" * DEEP + "]" * DEEP + ",}}"),
+]
+
+
+@pytest.mark.parametrize("text", [c[1] for c in DEEP_REPLIES], ids=[c[0] for c in DEEP_REPLIES])
+def test_json_nested_too_deeply_is_refused_with_the_format_error_not_a_crash(text):
+    with pytest.raises(FormatError) as refused:
+        parse_action(text)
+    assert "nested" in str(refused.value) or "never closed" in str(refused.value), refused.value
+
+
+def test_json_nested_a_little_is_still_an_action():
+    arguments = {"path": "a.txt", "deep": json.loads("[" * 20 + "]" * 20)}
+    found = parse_action(json.dumps({"type": "call_tool", "name": "f", "arguments": arguments}))
+    assert found["arguments"] == arguments
+
+
+def test_json_nested_too_deeply_is_refused_even_deep_in_the_stack():
+    def nested(levels):  # parse_action called with most of Python's stack already used
+        return nested(levels - 1) if levels else parse_action("[" * 200 + "]" * 200)
+
+    with pytest.raises(FormatError, match="nested"):
+        nested(sys.getrecursionlimit() - 150)
+
+
+@pytest.mark.parametrize("text", [c[1] for c in DEEP_REPLIES[:6]],
+                         ids=[c[0] for c in DEEP_REPLIES[:6]])
+def test_a_run_given_deeply_nested_json_corrects_the_model_and_goes_on(text):
+    bot, client, _ = text_agent([reply(text), reply(finish("alpha"))])
+    assert bot.chat("what is in a.txt?") == "alpha"
+    assert bot.stop_reason == "done" and len(client.requests) == 2
+    assert bot.messages[2]["tool_calls"][0]["function"]["name"] == FORMAT_ERROR
+    assert_valid(bot)
+
+
+def test_a_native_history_with_deeply_nested_arguments_still_converts():
+    history = [*NATIVE[:2], {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "read_file", "arguments": "[" * DEEP + "]" * DEEP}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": '{"error": "bad"}'}]
+    sent = to_text_messages(history, TOOLS)
+    assert sent[2]["content"].endswith("]" * DEEP + '"}')  # the arguments, as the model sent them
+
+
+BROKEN_EDIT = ('{"type": "call_tool", "name": "edit_file", "arguments": {"path": "a.txt", '
+               '"old_str": "alpha" "new_str": "beta"}}')  # a comma missing: not JSON
+
+
+@pytest.mark.parametrize("text", [
+    f'{BROKEN_EDIT} {finish("Changed alpha to beta.")}',
+    f'{BROKEN_EDIT}\n```json\n{finish("done")}\n```',
+    f"{{'type': 'call_tool', 'name': 'read_file'}} {finish('done')}",  # single quotes
+    f'I will edit it: {BROKEN_EDIT}. Then: {finish("done")}',
+])
+def test_a_finish_after_an_action_that_failed_to_decode_is_refused_not_taken(text):
+    with pytest.raises(FormatError, match="not valid JSON|single quotes") as refused:
+        parse_action(text)
+    assert "nothing in your reply was run" in str(refused.value)
+
+
+def test_a_broken_action_then_a_finish_is_no_false_done():
+    bot, client, _ = text_agent([reply(f'{BROKEN_EDIT} {finish("Changed alpha to beta.")}'),
+                                 reply(action("edit_file", path="a.txt", old_str="alpha",
+                                              new_str="beta")),
+                                 reply(finish("Changed alpha to beta."))])
+    assert bot.chat("change alpha to beta in a.txt") == "Changed alpha to beta."
+    assert Path("a.txt").read_text(encoding="utf-8") == "beta\n"  # the finish came after it
+    assert len(client.requests) == 3 and bot.stop_reason == "done"
+    assert_valid(bot)
+
+
+def test_prose_in_braces_before_a_finish_is_still_prose():
+    assert parse_action(f"I use {{name}} here. {finish('ok')}")["output"] == "ok"
+
+
+def test_a_call_after_an_action_that_failed_to_decode_runs_and_the_model_is_told():
+    found = parse_action(f"{BROKEN_EDIT} {READ}")
+    assert (found["type"], found["name"]) == ("call_tool", "read_file")
+    assert any("not valid JSON" in note and "not run" in note for note in found["notes"]), \
+        found["notes"]
+
+
+def test_text_agents_system_prompt_agrees_with_its_protocol():
+    bot, client, _ = text_agent([reply(finish("ok"))])
+    bot.chat("hi")
+    system = client.requests[0]["messages"][0]["content"]
+    assert "without calling a tool" not in system  # agent.SYSTEM_PROMPT's last line
+    assert "without calling a tool" in agent.SYSTEM_PROMPT  # (so the test means something)
+    assert system.startswith(text_actions.TEXT_SYSTEM_PROMPT)
+    assert "finish" in text_actions.TEXT_SYSTEM_PROMPT.splitlines()[-1]
+    assert TextAgent(ScriptedClient([]), "m", system_prompt="mine").messages[0]["content"] == \
+        "mine"  # a prompt of your own still wins
+
+
+# --- the exercises' checks use the notebook's own classes ----------------------------------
+
+
+def run_export_cells_again(module):
+    """What a student's Run All does to `import text_actions`: every export cell is run again
+    inside the module (course._join_module), so FormatError, TextAgent... are new classes."""
+    for cell in course.cells(course.notebook_path("08-text-actions"), "export"):
+        course._run(course.without_mark("".join(cell["source"])), "an export cell run again",
+                    module)
+
+
+@pytest.fixture
+def export_cells_run_again():
+    saved = dict(vars(text_actions))
+    before = text_actions.FormatError
+    run_export_cells_again(text_actions)
+    assert text_actions.FormatError is not before  # a new class, as in the kernel
+    yield
+    vars(text_actions).clear()
+    vars(text_actions).update(saved)
+
+
+def fresh_solutions():
+    """The reference solutions, imported now: as a student's cell run after the export cells,
+    they use the module's classes of this moment."""
+    import runpy
+    return runpy.run_path(str(ROOT / "solutions" / "08-text-actions.py"))["SOLUTIONS"]
+
+
+@pytest.mark.parametrize("exercise_id", ["08.1", "08.2", "08.3"])
+def test_the_checks_accept_the_answers_before_the_export_cells_run_again(exercise_id):
+    report = course.check(exercise_id, *fresh_solutions()[exercise_id])
+    assert report.passed, repr(report)
+
+
+@pytest.mark.parametrize("exercise_id", ["08.1", "08.2", "08.3"])
+def test_the_checks_accept_the_notebooks_own_format_error_after_its_cells_run_again(
+        exercise_id, export_cells_run_again):
+    report = course.check(exercise_id, *fresh_solutions()[exercise_id])
+    assert report.passed, repr(report)
+
+
+def parse_python_style_keeping_the_last_key(text):
+    """The naive answer to 08.2: ast.literal_eval, which keeps the last of a key given twice."""
+    import ast
+    try:
+        return parse_action(text)
+    except FormatError as refusal:
+        if "single quotes" not in str(refusal):
+            raise
+        spans, _ = text_actions.object_spans(text)
+        for start, end in spans:
+            try:
+                value = ast.literal_eval(text[start:end])
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, dict):
+                return text_actions.checked(value, ["your action was a Python dict"])
+        raise refusal
+
+
+def test_the_check_of_08_2_refuses_an_answer_that_keeps_the_last_of_a_key_given_twice():
+    report = course.check("08.2", parse_python_style_keeping_the_last_key)
+    assert not report.passed
+    failed = [what for ok, what, _ in report.results if not ok]
+    assert failed == ["a key given twice is refused, as parse_action refuses it"], repr(report)

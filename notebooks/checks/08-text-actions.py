@@ -3,8 +3,7 @@
 from pathlib import Path
 
 import course
-import text_actions
-from text_actions import FormatError, TextAgent, parse_action
+import text_actions  # its names are looked up at each use: a re-run export cell makes new ones
 
 from agent import ScriptedClient, pairing_problem, reply, to_json
 
@@ -15,7 +14,7 @@ FINISH = to_json({"type": "finish", "output": "ok"})
 def refused(parse, text) -> bool:
     try:
         parse(text)
-    except FormatError:
+    except text_actions.FormatError:  # the notebook's own, as its export cell last made it
         return True
     return False
 
@@ -36,7 +35,8 @@ def _(t, parse_loose):
         found = parse_loose('{"name": "list_files", "arguments": "{}"}')
         assert (found["name"], found["arguments"]) == ("list_files", {}), f"got {found}"
     with t.case("a valid action comes out exactly as parse_action makes it"):
-        assert parse_loose(FINISH) == parse_action(FINISH), f"got {parse_loose(FINISH)}"
+        assert parse_loose(FINISH) == text_actions.parse_action(FINISH), \
+            f"got {parse_loose(FINISH)}"
     with t.case("no JSON, and an object with neither type nor name, are still refused"):
         assert refused(parse_loose, "Sure, I will read it."), "plain text was accepted"
         assert refused(parse_loose, '{"arguments": {"path": "a.txt"}}'), \
@@ -63,6 +63,9 @@ def _(t, parse_python_style):
     with t.case("an apostrophe inside a single-quoted string is refused, not guessed"):
         assert refused(parse_python_style, "{'type': 'finish', 'output': 'don't'}"), \
             "'don't' was accepted"
+    with t.case("a key given twice is refused, as parse_action refuses it"):
+        assert refused(parse_python_style, "{'type': 'finish', 'output': 'a', 'output': 'b'}"), \
+            "{'output': 'a', 'output': 'b'} was accepted: which output was meant is a guess"
     with t.case("the model's text is never run as code"):
         sneaky = ("{'type': 'finish', 'output': "
                   "__import__('pathlib').Path('ran.txt').write_text('x')}")
@@ -70,7 +73,7 @@ def _(t, parse_python_style):
         assert not Path("ran.txt").exists(), "the text was run: it wrote ran.txt (eval?)"
         assert was_refused, "a call in the text was accepted as an action"
     with t.case("valid JSON comes out exactly as parse_action makes it"):
-        assert parse_python_style(FINISH) == parse_action(FINISH)
+        assert parse_python_style(FINISH) == text_actions.parse_action(FINISH)
     with t.case("other refusals stay: no JSON, or a call_tool without a name"):
         assert refused(parse_python_style, "Done!"), "plain text was accepted"
         assert refused(parse_python_style, "{'type': 'call_tool'}"), \
@@ -98,7 +101,7 @@ def _(t, adapter_class):
 
     def agent_on(steps):
         client = ScriptedClient(steps)
-        return TextAgent(adapter_class(client, max_format_errors=3), "scripted",
+        return text_actions.TextAgent(adapter_class(client, max_format_errors=3), "scripted",
                          on_event=None), client
 
     alternating = [BAD, action("list_files"), BAD, action("list_files"), BAD, DONE]
