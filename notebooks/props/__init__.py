@@ -5,4 +5,7 @@ them imports this package. Each module says which lesson brought it in.
 
   clock     FakeClock, a clock that moves only when told to; with_latency and with_tool_time,
             which make model calls and tools take time on it (lesson 07, used from 09 on)
+  text_models  models without tool calling, scripted: action and finish texts, lesson 03's
+            four tasks written as such a model writes them, a model that reads the repeat
+            warning (lesson 08)
 """
