@@ -7,8 +7,10 @@ cap; a cut-off reply; the repeat warning. After every path, the history is one a
 accepts."""
 
 import copy
+import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -1027,3 +1029,37 @@ def test_the_check_of_08_2_refuses_an_answer_that_keeps_the_last_of_a_key_given_
     assert not report.passed
     failed = [what for ok, what, _ in report.results if not ok]
     assert failed == ["a key given twice is refused, as parse_action refuses it"], repr(report)
+
+
+# --- the figures the lesson states ----------------------------------------------------------
+
+
+def lesson_cost_table(path: Path) -> list[int]:
+    """The numbers of the first table under "What text costs" (### in both languages)."""
+    text = path.read_text(encoding="utf-8")
+    start = re.search(r'(?m)^### What text costs$|<a id="what-text-costs"></a>', text).start()
+    lines = text[start:].splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = itertools.takewhile(lambda line: line.startswith("|"), lines[first:])
+    return [int(n.replace(",", "")) for row in rows for n in re.findall(r"\d[\d,]*", row)]
+
+
+def test_the_lessons_cost_table_is_what_the_code_computes_today(workspace):
+    from props.text_models import four_tasks_in_text
+
+    native = Agent(ScriptedClient(agent.demo_script()), "scripted-native", on_event=None)
+    text = TextAgent(ScriptedClient(four_tasks_in_text()), "scripted-text", on_event=None)
+    run_demo(native, workspace / "native")
+    run_demo(text, workspace / "text")
+    native_sent, text_sent = native.client.requests, text.client.client.requests
+
+    def size(value):
+        return len(agent.to_json(value))
+
+    computed = [size(TOOLS), len(text_actions.action_prompt(TOOLS)),
+                size(native_sent[0]), size(text_sent[0]),
+                len(native_sent), sum(map(size, native_sent)),
+                len(text_sent), sum(map(size, text_sent))]
+    for lesson in (ROOT / "lessons" / "08-text-actions.md",
+                   ROOT / "lessons" / "zh" / "08-text-actions.md"):
+        assert lesson_cost_table(lesson) == computed, lesson
