@@ -5,4 +5,6 @@ them imports this package. Each module says which lesson brought it in.
 
   clock     FakeClock, a clock that moves only when told to; with_latency and with_tool_time,
             which make model calls and tools take time on it (lesson 07, used from 09 on)
+  tool_lab  attempt (call a tool, say what it returned or raised), the two-flag SETTINGS file,
+            and the article's edit_file as published and with its branches put right (lesson 01)
 """
