@@ -7,4 +7,6 @@ them imports this package. Each module says which lesson brought it in.
             which make model calls and tools take time on it (lesson 07, used from 09 on)
   tool_lab  attempt (call a tool, say what it returned or raised), the two-flag SETTINGS file,
             and the article's edit_file as published and with its branches put right (lesson 01)
+  registry_lab  check_says (check_tools, reporting instead of raising), the notes file the runs
+            read, and quiet_run, an agent run that prints nothing, in a folder of its own (02)
 """
