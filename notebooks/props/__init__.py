@@ -9,4 +9,6 @@ them imports this package. Each module says which lesson brought it in.
             and the article's edit_file as published and with its branches put right (lesson 01)
   registry_lab  check_says (check_tools, reporting instead of raising), the notes file the runs
             read, and quiet_run, an agent run that prints nothing, in a folder of its own (02)
+  loop_lab  requests_table (what each request carried), and the five tasks on an agent whose
+            handler notes whether each call was in the history when its tool ran (lesson 03)
 """
