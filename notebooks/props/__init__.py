@@ -11,4 +11,6 @@ them imports this package. Each module says which lesson brought it in.
             read, and quiet_run, an agent run that prints nothing, in a folder of its own (02)
   loop_lab  requests_table (what each request carried), and the five tasks on an agent whose
             handler notes whether each call was in the history when its tool ran (lesson 03)
+  guard_lab write, unanswered, last_error, on_error (a scripted step that reacts to the error it
+            reads), the stubborn model, and run_quietly, an agent run for the checks (lesson 04)
 """
