@@ -10,6 +10,7 @@ from pathlib import Path
 
 import course
 import pytest
+from props.tool_lab import article_edit_file  # the article's edit_file, as published
 
 import agent
 from agent import TOOL_REGISTRY, TOOLS, Agent, check_tools, occurrences, read_file, schema
@@ -34,18 +35,6 @@ def assert_fails_on(report, *starts):
 
 
 # --- 01.1: the article's edit_file, fixed ------------------------------------------------------
-
-
-def article_edit_file(path, old_str, new_str):
-    file = Path(path)
-    if old_str:
-        file.write_text(new_str, encoding="utf-8")
-        return {"path": path, "action": "created_file"}
-    original = file.read_text(encoding="utf-8")
-    if old_str not in original:
-        return {"path": path, "action": "old_str not found"}
-    file.write_text(original.replace(old_str, new_str, 1), encoding="utf-8")
-    return {"path": path, "action": "edited"}
 
 
 def the_old_hints_four_steps(path, old_str, new_str):
@@ -139,8 +128,9 @@ def steps_1_4_and_5_only(path, old_str, new_str):
     return {"path": path, "action": "edited"}
 
 
-def test_01_1_steps_1_4_and_5_leave_five_cases_different_as_the_lesson_says():
+def test_01_1_has_twelve_cases_and_steps_1_4_and_5_leave_five_different_as_the_lesson_says():
     report = course.check("01.1", steps_1_4_and_5_only)
+    assert len(report.results) == 12, repr(report)  # "the same twelve cases"
     assert len(failing(report)) == 5, repr(report)
     assert "five of the twelve cases still differ" in " ".join(
         (ROOT / "lessons" / "01-tools.md").read_text(encoding="utf-8").split())

@@ -9,10 +9,9 @@ import re
 from pathlib import Path
 
 import course
+from props.tool_lab import SETTINGS  # the notebook's settings file: two debug flags
 
 import agent
-
-SETTINGS = 'DEV = {"debug": True, "port": 8000}\nPROD = {"debug": True, "port": 80}\n'
 
 
 def inside(folder: Path, action):
