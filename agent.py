@@ -385,7 +385,7 @@ def assistant_message(message) -> dict:
     """The model's message as a plain dict, kept as returned (extras such as
     reasoning_content survive) but in a form strict servers accept when it is sent back."""
     # function_call is the deprecated twin of tool_calls that some servers add; empty lists
-    # (e.g. "tool_calls": []) are dropped; llama.cpp's server rejects null content.
+    # (e.g. "tool_calls": []) are dropped; content is a string: some servers refused null.
     data = message.model_dump(mode="json", exclude_none=True, exclude={"function_call"})
     # A lone surrogate (half an emoji, which some servers send) cannot be encoded in the next
     # request and would fail every later one: replaced, as run_tool does in a tool result.
