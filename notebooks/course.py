@@ -97,6 +97,19 @@ def scratch(name: str = "scratch"):
         shutil.rmtree(path, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def working_in(folder):
+    """`folder` as the working directory for one block of code, and the one before it again
+    afterwards: a cell whose tools work in a folder says so itself, and leans on no other
+    cell's os.chdir. (contextlib.chdir does this from Python 3.11 on.)"""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield Path(folder)
+    finally:
+        os.chdir(before)
+
+
 # --- Tables ---------------------------------------------------------------------------------
 
 

@@ -39,6 +39,8 @@ def fork(session: sessions.Session, entry_id: str, path) -> sessions.Session:
     with forked:
         for entry in branch[1:]:
             fields = {k: v for k, v in entry.items() if k not in ("id", "parent", "type")}
+            if entry["type"] == "branch" and "from_session" not in fields:
+                fields["from_session"] = str(session.path)  # its 'from' is an id there, not here
             forked.append(entry["type"], **fields)
     return forked
 

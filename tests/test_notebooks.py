@@ -83,6 +83,15 @@ def test_the_workspace_says_where_it_is_and_that_it_is_temporary(capsys):
         os.chdir(before)
 
 
+def test_working_in_a_folder_lasts_one_block_and_leaves_the_folder_alone(tmp_path):
+    before = Path.cwd()
+    (tmp_path / "kept.txt").write_text("x")
+    with pytest.raises(RuntimeError), course.working_in(tmp_path) as here:
+        assert Path.cwd() == here == tmp_path
+        raise RuntimeError("a typo in the cell")
+    assert Path.cwd() == before and (tmp_path / "kept.txt").exists()
+
+
 # --- watch: the history growing, live ---------------------------------------------------------
 
 

@@ -207,9 +207,12 @@ def test_tool_starts_stops_and_closing_are_fsynced_other_lines_only_flushed(monk
     monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
     with sessions.new_session("s.jsonl") as session:
         synced.clear()
-        for kind, durable in [("note", False), ("tool_start", True), ("message", False),
-                              ("stop", True), ("approval", False), ("branch", False)]:
-            session.append(kind, message={"role": "user", "content": "x"})
+        for kind, durable, fields in [
+                ("note", False, {}), ("tool_start", True, {"tool_call_id": "c", "name": "t"}),
+                ("message", False, {"message": {"role": "user", "content": "x"}}),
+                ("stop", True, {"stop_reason": "done"}),
+                ("approval", False, {"path": "a", "approved": True}), ("branch", False, {})]:
+            session.append(kind, **fields)
             assert len(synced) == durable, kind
             synced.clear()
     assert len(synced) == 1  # closing
@@ -668,6 +671,145 @@ def test_a_bad_file_is_refused_with_a_clear_sentence_and_left_as_it_was(case):
         os.close(fd)
 
 
+def line_3(**entry) -> str:
+    """A file whose third line holds this entry, after a good header and system prompt."""
+    return HEADER + SYSTEM + json.dumps({"id": "3", "parent": "2", **entry}) + "\n"
+
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}
+
+
+def asking(**message) -> str:
+    return line_3(type="message", message={"role": "assistant", "content": "", **message})
+
+
+NEEDS_A_CALL = "tool call 1 of its message needs an 'id' and a 'function' with a 'name'"
+MALFORMED = {  # issue 23: each once ended in a TypeError, KeyError or AttributeError, or loaded
+    "a parent that is a list": (line_3(parent=["2"], type="note"),
+                                "entry 3's parent is a list, not an id"),
+    "a parent that is an object": (line_3(parent={"id": "2"}, type="note"),
+                                   "entry 3's parent is an object, not an id"),
+    "a parent that is a number": (line_3(parent=2, type="note"), "parent is a number"),
+    "an id that is a number": (HEADER + SYSTEM + '{"id": 3, "parent": "2", "type": "note"}\n',
+                               "line 3: not a session entry"),
+    "a type that is a list": (line_3(type=["note"]), "line 3: not a session entry"),
+    "a message without a role": (line_3(type="message", message={"content": "hi"}),
+                                 "its message has no role"),
+    "a role that is a list": (line_3(type="message", message={"role": ["user"]}),
+                              "a role that is a list"),
+    "a role Chat Completions has not": (line_3(type="message", message={"role": "robot"}),
+                                        "the role 'robot'"),
+    "a message that is text": (line_3(type="message", message="hi"),
+                               "its message is a string, not an object"),
+    "content that is an object": (line_3(type="message", message={"role": "user",
+                                                                  "content": {"t": 1}}),
+                                  "content is an object, not text"),
+    "a tool message without its call id": (
+        line_3(type="message", message={"role": "tool", "content": "ok"}),
+        "its tool message has no tool_call_id"),
+    "a tool message whose call id is a list": (
+        line_3(type="message", message={"role": "tool", "tool_call_id": ["c1"], "content": "ok"}),
+        "its tool message has no tool_call_id"),
+    "tool_calls that is an object": (asking(tool_calls=CALL),
+                                     "tool_calls is an object, not a list"),
+    "tool_calls that is null": (asking(tool_calls=None), "tool_calls is null, not a list"),
+    "tool_calls on a user message": (line_3(type="message", message={
+        "role": "user", "content": "hi", "tool_calls": [CALL]}), "its user message has tool_calls"),
+    "a tool call without an id": (asking(tool_calls=[{"function": CALL["function"]}]),
+                                  NEEDS_A_CALL),
+    "a tool call that is text": (asking(tool_calls=["list_files"]), NEEDS_A_CALL),
+    "a tool call whose function is text": (asking(tool_calls=[{"id": "c1", "function": "ls"}]),
+                                           NEEDS_A_CALL),
+    "a tool call without its arguments": (
+        asking(tool_calls=[{"id": "c1", "function": {"name": "list_files"}}]), NEEDS_A_CALL),
+    "a tool_start without its call id": (line_3(type="tool_start", name="t"),
+                                         "a tool_start entry without its 'tool_call_id'"),
+    "a tool_start whose call id is a list": (line_3(type="tool_start", tool_call_id=["c1"],
+                                                    name="t"), "its 'tool_call_id' is a list"),
+    "a model entry without its model": (line_3(type="model"),
+                                        "a model entry without its 'model'"),
+    "a model that is a list": (line_3(type="model", model=["gpt"]), "its 'model' is a list"),
+    "a stop without its reason": (line_3(type="stop"), "a stop entry without its 'stop_reason'"),
+    "a cost that is text": (line_3(type="stop", stop_reason="done", cost="$1"),
+                            "its 'cost' is a string, not a number or null"),
+    "a usage that is a list": (line_3(type="stop", stop_reason="done", usage=[1, 2]),
+                               "its usage is not an object"),
+    "tokens that are text": (line_3(type="note", usage={"prompt_tokens": "many"}),
+                             "its usage is not an object"),
+    "tokens that are true": (line_3(type="note", usage={"completion_tokens": True}),
+                             "its usage is not an object"),
+    "an approval that says yes in words": (line_3(type="approval", path="a", approved="yes"),
+                                           "its 'approved' is a string, not true or false"),
+    "a branch whose from is a list": (line_3(type="branch", **{"from": ["2"]}),
+                                      "its 'from' is a list"),
+    "a branch that leaves itself": (line_3(type="branch", **{"from": "3"}),
+                                    "branch entry 3's 'from' ('3') is not an entry written before"),
+    "a branch that leaves a later entry": (
+        line_3(type="branch", **{"from": "4"})
+        + '{"id": "4", "parent": "3", "type": "note"}\n', "is not an entry written before it"),
+    "a second header": (line_3(type="session", version=1), "a second header"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_an_entry_of_the_wrong_shape_is_refused_where_the_file_is_read_saying_where_and_what(
+        case):
+    text, said = MALFORMED[case]
+    Path("bad.jsonl").write_text(text, encoding="utf-8")
+    for opener in (sessions.load_session, sessions.open_session):
+        with pytest.raises(sessions.SessionError, match=re.escape(said)) as refused:
+            opener("bad.jsonl")
+        assert str(refused.value).startswith("bad.jsonl, line ") and str(refused.value).endswith(
+            "; the file was not changed")
+        assert Path("bad.jsonl").read_text(encoding="utf-8") == text
+    fd = os.open("bad.jsonl", os.O_RDONLY)  # the refused open_session left no lock behind
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+
+
+def test_what_a_shape_check_lets_through_is_safe_to_resume_draw_and_send():
+    """Every entry the loader accepts can be drawn and resumed: fields a type does not read,
+    types this version does not know, content as a list of parts, a model of null."""
+    lines = [HEADER, SYSTEM] + [json.dumps(entry) + "\n" for entry in [
+        {"id": "3", "parent": "2", "type": "model", "model": None},
+        {"id": "4", "parent": "3", "type": "message", "message": {
+            "role": "user", "content": [{"type": "text", "text": "hi"}]}, "usage": None},
+        {"id": "5", "parent": "4", "type": "compaction", "summary": [1, 2], "usage": None,
+         "end": {"odd": True}},
+        {"id": "6", "parent": "5", "type": "note", "text": ["not", "text"], "workspace": 7},
+        {"id": "7", "parent": "6", "type": "message", "message": {
+            "role": "assistant", "content": "", "tool_calls": [CALL], "refusal": None}},
+        {"id": "8", "parent": "7", "type": "approval", "path": "a", "approved": False,
+         "reason": None}]]
+    Path("odd.jsonl").write_text("".join(lines))
+    loaded = sessions.load_session("odd.jsonl")
+    assert "compaction" in loaded.problems[0] and len(sessions.tree(loaded).split("\n")) == 8
+    bot = Agent(ScriptedClient([reply("fine")]), "scripted-demo", on_event=None)
+    with sessions.open_session("odd.jsonl") as session:
+        sessions.resume(session, bot)  # call c1 is repaired as not run
+        assert bot.chat("go on") == "fine"
+    assert_history_valid(bot.messages)
+
+
+def test_append_refuses_what_the_loader_would_refuse_and_writes_nothing():
+    with sessions.new_session("s.jsonl") as session:
+        before = Path("s.jsonl").read_bytes()
+        for kind, fields, said in [
+                ("note", {"usage": "many"}, "its usage is not an object"),
+                ("message", {"message": {"content": "no role"}}, "its message has no role"),
+                ("tool_start", {"tool_call_id": ["c1"], "name": "t"}, "'tool_call_id' is a list"),
+                ("branch", {"from": "9"}, "'from' ('9') is not an entry written before it"),
+                ("note", {"id": "7"}, "append() gives each entry its id"),
+                ("note", {"type": "stop"}, "append() gives each entry its id")]:
+            with pytest.raises(sessions.SessionError, match=re.escape(said)):
+                session.append(kind, **fields)
+            assert Path("s.jsonl").read_bytes() == before and session.leaf == "1"
+        session.append("branch", **{"from": "9", "from_session": "other.jsonl"})  # a fork's
+    assert sessions.load_session("s.jsonl").problems == []
+
+
 def test_a_missing_file_and_an_existing_one_are_clear_errors():
     with pytest.raises(sessions.SessionError, match="there is no session at nope.jsonl"):
         sessions.load_session("nope.jsonl")
@@ -831,6 +973,41 @@ def test_a_switch_into_the_middle_of_a_batch_or_to_an_unknown_entry_is_refused()
     assert Path("s.jsonl").read_bytes() == before
 
 
+def test_a_switch_to_a_user_message_or_to_what_follows_it_unanswered_is_refused_saying_where():
+    """Issue 23: a switch there left the branch on a user message, and the next request sent
+    system, user, user. It is refused, and the sentence says which entry to go to instead."""
+    def server_down(messages):
+        raise openai.APIConnectionError(request=httpx2.Request("POST", "http://x.test"))
+
+    bot, _ = two_tasks()
+    failing = Agent(ScriptedClient([server_down]), "scripted-demo", on_event=None)
+    with sessions.open_session("s.jsonl") as session:
+        sessions.resume(session, failing)
+        with pytest.raises(openai.APIConnectionError):
+            failing.chat("are you there?")  # a user message, then a stop: nobody answered it
+    loaded = sessions.load_session("s.jsonl")
+    question = sessions.unanswered(loaded)
+    users = [e["id"] for e in loaded.entries.values() if e["type"] == "message"
+             and e["message"]["role"] == "user"]
+    before = Path("s.jsonl").read_bytes()
+    again = Agent(ScriptedClient([no_two_user_messages_in_a_row]), "scripted-demo", on_event=None)
+    with sessions.open_session("s.jsonl") as session:
+        sessions.resume(session, again)
+        history = list(again.messages)
+        for entry_id, asked in [(users[0], users[0]), (users[1], users[1]),
+                                (question["id"], question["id"]), (loaded.leaf, question["id"])]:
+            parent = loaded.entries[asked]["parent"]
+            with pytest.raises(sessions.SessionError, match=re.escape(
+                    f"switch() refuses entry {entry_id}: ")) as refused:
+                sessions.switch(session, entry_id)
+            assert f"switch to entry {parent}, before it" in str(refused.value)
+            assert "two user messages in a row" in str(refused.value)
+        assert again.messages == history and Path("s.jsonl").read_bytes() == before
+        sessions.switch(session, question["parent"])  # where the sentence says: accepted
+        again.chat(question["message"]["content"])
+    assert [m["role"] for m in again.client.requests[0]["messages"]][-2:] == ["assistant", "user"]
+
+
 def test_resuming_after_a_switch_finds_no_crashed_run():
     _, first_stop = two_tasks()
     with sessions.open_session("s.jsonl") as session:
@@ -847,6 +1024,32 @@ def test_switch_without_a_recorded_agent_only_moves_the_leaf():
         branch = sessions.switch(session, "2")  # back to the system prompt: a fresh start
         assert session.leaf == branch["id"] and session.messages() == bot.messages[:1]
     assert sessions.load_session("s.jsonl").messages() == bot.messages[:1]  # it survives
+
+
+def naive_fork(session, entry_id, path):
+    """Exercise 09.3 as its hint once led: every entry of the branch appended with all its
+    fields but id, parent and type; a branch entry keeps a 'from' that was an id of the source."""
+    branch = session.path_to(entry_id)
+    with sessions.new_session(path) as forked:
+        for entry in branch[1:]:
+            forked.append(entry["type"], **{key: value for key, value in entry.items()
+                                            if key not in ("id", "parent", "type")})
+    return forked
+
+
+def test_a_fork_that_copies_a_branch_entry_as_it_is_is_caught_and_one_that_says_its_source_is_not():
+    """Issue 23: renumbered, the naive fork's branch entry 5 said it left entry 5: itself."""
+    report = course.check("09.3", naive_fork)
+    assert not report.passed
+    assert "branch entry 5's 'from' ('5') is not an entry written before it" in repr(report)
+    branch = {"id": "3", "parent": "2", "type": "branch", "from": "3"}
+    Path("by-hand.jsonl").write_text(HEADER + SYSTEM + json.dumps(branch) + "\n")  # no append()
+    with pytest.raises(sessions.SessionError, match="copied from another session"):
+        sessions.load_session("by-hand.jsonl")
+    Path("by-hand.jsonl").write_text(HEADER + SYSTEM + json.dumps(
+        {**branch, "from_session": "tree.jsonl"}) + "\n")
+    forked = sessions.load_session("by-hand.jsonl")
+    assert sessions.describe(forked.entries["3"]) == "branch: back to 2, leaving 3 of tree.jsonl"
 
 
 # --- looking at a session --------------------------------------------------------------------

@@ -115,6 +115,11 @@ def _(t, fork):
             forked.close()
         loaded = the_fork()
         assert [p for p in loaded.problems if "compaction" not in p] == [], loaded.problems
+    with t.case("its branch entry still names the leaf it left, in the source: never itself"):
+        [branch] = [e for e in the_fork().entries.values() if e["type"] == "branch"]
+        assert branch.get("from") == "5" and Path(str(branch.get("from_session"))).name == (
+            "tree.jsonl"), (f"the branch entry says {branch}: its 'from' is entry 5 of "
+                            "tree.jsonl, so keep it and add 'from_session': str(session.path)")
     with t.case("it holds the branch's messages, the model's view of it"):
         loaded = the_fork()
         assert loaded.messages() == source.messages("9"), (

@@ -16,4 +16,7 @@ them imports this package. Each module says which lesson brought it in.
   text_models  models without tool calling, scripted: action and finish texts, lesson 03's
             four tasks written as such a model writes them, a model that reads the repeat
             warning (lesson 08)
+  calc_lab  lesson 09's project (calc.py and its test), its run_tests tool, the scripted model
+            that goes on after a crash, and crash_mid_tool, which kills crash_run.py (the
+            program beside it) with SIGKILL while its tool runs
 """
