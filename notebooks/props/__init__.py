@@ -5,4 +5,6 @@ them imports this package. Each module says which lesson brought it in.
 
   clock     FakeClock, a clock that moves only when told to; with_latency and with_tool_time,
             which make model calls and tools take time on it (lesson 07, used from 09 on)
+  lab       build_lab, SECRET, tree: a workspace with a secret beside it and traps inside it;
+            gullible_script, a model that obeys a file's hidden orders (lesson 05)
 """
