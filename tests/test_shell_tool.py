@@ -209,6 +209,20 @@ def test_environment_holds_no_secrets(workspace, monkeypatch):
     assert run(workspace, "printenv PATH")["output"] == nb.SHELL_PATH + "\n"
 
 
+def test_the_lesson_counts_the_variables_as_the_code_does(workspace):
+    """The lesson says "four variables we chose" and that the shell adds PWD: both languages,
+    and the notebook, agree with shell_env."""
+    assert len(nb.shell_env(workspace)) == 4
+    root = Path(__file__).resolve().parent.parent
+    english = " ".join((root / "lessons" / "05-sandbox.md").read_text(encoding="utf-8").split())
+    chinese = (root / "lessons" / "zh" / "05-sandbox.md").read_text(encoding="utf-8")
+    cells = json.loads((root / "notebooks" / "05-sandbox.ipynb").read_text(encoding="utf-8"))
+    notebook = " ".join(" ".join("".join(c["source"]) for c in cells["cells"]).split())
+    assert "four variables we chose" in english and "PWD" in english
+    assert "四个变量" in chinese and "PWD" in chinese
+    assert "the four variables we chose" in notebook and "three variables" not in notebook
+
+
 AGENT_PROCESS = r"""
 import json, os, sys
 from pathlib import Path
