@@ -90,10 +90,11 @@ def all_links_inside(root: Path, fd: int) -> bool:
 
 
 def gated(run_command, ask=input):
-    """run_command, but a person says yes first; anything but y/yes refuses."""
+    """run_command, but a person says yes first; anything but y/yes refuses. The command is
+    shown as repr shows it, so a carriage return or an escape sequence cannot hide it."""
     def run_command_gated(command: str) -> dict:
         try:
-            answer = ask(f"run this command? {command}\n[y/N] ")
+            answer = ask(f"run this command? {command!r}\n[y/N] ")  # repr: \r, \x1b... shown
         except EOFError:  # no answer: no. Ctrl-C is not an answer: it goes on and stops the run
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):

@@ -544,8 +544,8 @@ def test_the_capstone_tools_are_jailed_and_check_with_their_schemas(tmp_path):
     assert [t["function"]["name"] for t in tools] == ["read_file", "list_files", "edit_file",
                                                       "run_command"]
     assert "python` is the project's Python" in tools[-1]["function"]["description"]
-    blocked, said = sandbox.attempt(registry, "read_file", path="../secret.txt")
-    assert blocked and "escapes the workspace" in said
+    verdict, said = sandbox.attempt(registry, "read_file", {"path": "../secret.txt"})
+    assert verdict == "blocked" and "escapes the workspace" in said
 
 
 def test_reviewed_records_the_diff_and_writes_no_entry_for_an_answer_that_is_not_one(tmp_path):

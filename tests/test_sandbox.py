@@ -1,6 +1,7 @@
 """The workspace jail of lesson 05, attacked: every escape is refused, ordinary work still works.
 
-The code under test is the notebook's own (cells tagged "export"), loaded with load_notebook.
+The code under test is the notebook's own (cells tagged "export"), loaded with load_notebook;
+the lab it is attacked in is the course's prop, props.lab.build_lab.
 Each attack is its own case, and a case fails if anything outside the workspace was read,
 created or changed: the "outside" folder is snapshot before and after, and the secret it holds
 must not appear in any answer.
@@ -19,13 +20,13 @@ from types import SimpleNamespace
 
 import pytest
 from course import load_notebook
+from props.lab import SECRET, build_lab, gullible_script
 
 import agent
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox uses POSIX calls")
 
 nb = load_notebook("05-sandbox.ipynb")
-SECRET = nb.SECRET
 # The exact refusal each attack must get, as the model reads it ({name}: the tool's name,
 # {path}: the path as given): not just any error, the jail's own reason.
 ESCAPE = "{name}: path escapes the workspace: {path}"
@@ -42,9 +43,9 @@ HARD_LINK = ("{name}: {path} has 2 hard links: another name for it may be outsid
 
 @pytest.fixture
 def lab(tmp_path):
-    """nb.build_lab's workspace and outside folder, plus more traps and ordinary files."""
+    """build_lab's workspace and outside folder, plus more traps and ordinary files."""
     root = Path(os.path.realpath(tmp_path))
-    workspace, outside = nb.build_lab(root)
+    workspace, outside = build_lab(root)
     extra_links = {
         "outdir-abs": outside,  # a folder outside, absolute target
         "uplink": Path(".."),  # the root's parent
@@ -76,6 +77,13 @@ def world(lab) -> dict:
     planted = sorted(p.name for p in home.glob("*planted*")) if home.is_dir() else []
     return {"outside": nb.snapshot(lab.outside), "top": sorted(os.listdir(lab.root)),
             "home": planted}
+
+
+def attempt(registry, name, **arguments) -> tuple[bool, str]:
+    """(refused, what the model would read). Each test names the exact refusal it expects,
+    so here any exception counts as refused and the message says which it was."""
+    verdict, answer = nb.attempt(registry, name, arguments, Exception)
+    return verdict != "allowed", answer
 
 
 def fill(value, lab):
@@ -172,11 +180,37 @@ ATTACKS = [
 ]
 
 
+def test_a_row_of_the_attack_table_is_blocked_only_on_the_expected_refusal(lab):
+    """The notebook's attempt says "blocked" only for the refusal the row expects (the jail's
+    EscapeError, unless told otherwise); any other exception shows as "error: <type>", so a
+    typo in the jail cannot make every row of the table say blocked."""
+    assert nb.attempt(lab.registry, "read_file", {"path": "notes/todo.md"})[0] == "allowed"
+    for path in ("../outside/secret.txt", "leak.txt", "hard.txt", "/etc/passwd"):
+        assert nb.attempt(lab.registry, "read_file", {"path": path})[0] == "blocked", path
+    nul = {"path": "notes/todo.md\x00.png"}
+    assert nb.attempt(lab.registry, "read_file", nul)[0] == "error: ValueError"
+    assert nb.attempt(lab.registry, "read_file", nul, ValueError)[0] == "blocked"
+    assert nb.attempt(lab.registry, "read_file", {"path": "notes/missing.md"}) == (
+        "error: FileNotFoundError", "read_file: no such file or directory: notes/missing.md")
+    assert nb.attempt(lab.registry, "delete_file", {})[0] == "error: LookupError"
+
+    broken = load_notebook("05-sandbox.ipynb")  # a copy of our own, with a typo in the jail
+
+    def resolve_in(root, path):
+        return Path(os.path.realpth(root / path))  # sic
+
+    broken.resolve_in = resolve_in
+    _, registry = broken.sandbox_tools(lab.workspace)
+    for path in ("../outside/secret.txt", "leak.txt", "hard.txt", "notes/todo.md"):
+        verdict, answer = broken.attempt(registry, "read_file", {"path": path})
+        assert verdict == "error: AttributeError" and "realpth" in answer, (path, verdict)
+
+
 @pytest.mark.parametrize(("name", "arguments", "expected"), ATTACKS)
 def test_attack_is_blocked(lab, name, arguments, expected):
     arguments = {key: fill(value, lab) for key, value in arguments.items()}
     before = world(lab)
-    blocked, answer = nb.attempt(lab.registry, name, **arguments)
+    blocked, answer = attempt(lab.registry, name, **arguments)
     assert blocked, answer
     assert answer == expected.format(name=name, path=arguments["path"])  # the jail's reason
     assert SECRET not in answer  # nothing outside was read...
@@ -222,7 +256,7 @@ ORDINARY = [
 @pytest.mark.parametrize(("name", "arguments", "path"), ORDINARY)
 def test_ordinary_work_is_allowed(lab, name, arguments, path):
     before = world(lab)
-    blocked, answer = nb.attempt(lab.registry, name, **arguments)
+    blocked, answer = attempt(lab.registry, name, **arguments)
     assert not blocked, answer
     assert f'"path": "{path}"' in answer  # the path as the workspace sees it
     assert str(lab.root) not in answer
@@ -264,7 +298,7 @@ def test_errors_name_workspace_paths_only(lab):
          "no such file or directory: notes/missing.md"),
     ]
     for name, arguments, expected in cases:
-        blocked, answer = nb.attempt(lab.registry, name, **arguments)
+        blocked, answer = attempt(lab.registry, name, **arguments)
         assert blocked and expected in answer, answer
         assert str(lab.root) not in answer
 
@@ -279,11 +313,11 @@ def test_overlapping_matches_count_as_in_agent_edit_file(lab, monkeypatch, text,
     plain.mkdir()
     for folder in (lab.workspace, plain):
         (folder / "a.txt").write_text(text)
-    blocked, answer = nb.attempt(lab.registry, "edit_file", path="a.txt", old_str=old_str,
-                                 new_str="X")
+    blocked, answer = attempt(lab.registry, "edit_file", path="a.txt", old_str=old_str,
+                              new_str="X")
     monkeypatch.chdir(plain)
-    blocked_plainly, answer_plainly = nb.attempt(agent.TOOL_REGISTRY, "edit_file", path="a.txt",
-                                                 old_str=old_str, new_str="X")
+    blocked_plainly, answer_plainly = attempt(agent.TOOL_REGISTRY, "edit_file", path="a.txt",
+                                              old_str=old_str, new_str="X")
     assert (blocked, answer) == (blocked_plainly, answer_plainly)
     assert blocked == (found != 1)
     if blocked:
@@ -295,11 +329,11 @@ def test_overlapping_matches_count_as_in_agent_edit_file(lab, monkeypatch, text,
 def test_special_files_do_not_hang_the_agent(lab):
     """A FIFO (which a shell command can make) would block a plain open() forever."""
     refused = "fifo is not a regular file"
-    blocked, answer = nb.attempt(lab.registry, "read_file", path="fifo")
+    blocked, answer = attempt(lab.registry, "read_file", path="fifo")
     assert blocked and refused in answer
-    blocked, answer = nb.attempt(lab.registry, "edit_file", path="fifo", old_str="", new_str="x")
+    blocked, answer = attempt(lab.registry, "edit_file", path="fifo", old_str="", new_str="x")
     assert blocked and refused in answer
-    blocked, answer = nb.attempt(lab.registry, "list_files", path="fifo")
+    blocked, answer = attempt(lab.registry, "list_files", path="fifo")
     assert blocked and refused in answer
 
 
@@ -321,8 +355,8 @@ def test_edit_file_does_not_write_into_a_named_pipe_another_process_reads(lab):
     reader, through a bare call or through an agent that may only read and write."""
     reader = os.open(lab.workspace / "fifo", os.O_RDONLY | os.O_NONBLOCK)  # the other process
     try:
-        blocked, answer = nb.attempt(lab.registry, "edit_file", path="fifo", old_str="",
-                                     new_str="x")
+        blocked, answer = attempt(lab.registry, "edit_file", path="fifo", old_str="",
+                                  new_str="x")
         assert blocked and "fifo is not a regular file" in answer, answer
         results = read_write_agent(lab, agent.tool_call("edit_file", path="fifo", old_str="",
                                                         new_str="y"))
@@ -342,9 +376,9 @@ def test_edit_file_does_not_overwrite_a_character_device(lab):
     except PermissionError:
         pytest.skip("making a device node needs root here")
     for arguments in ({"old_str": "", "new_str": "x"}, {"old_str": "a", "new_str": "b"}):
-        blocked, answer = nb.attempt(lab.registry, "edit_file", path="devnode", **arguments)
+        blocked, answer = attempt(lab.registry, "edit_file", path="devnode", **arguments)
         assert blocked and "devnode is not a regular file" in answer, answer
-    blocked, answer = nb.attempt(lab.registry, "read_file", path="devnode")
+    blocked, answer = attempt(lab.registry, "read_file", path="devnode")
     assert blocked and "devnode is not a regular file" in answer
     assert stat.S_ISCHR(os.lstat(node).st_mode)
 
@@ -356,7 +390,7 @@ def test_a_socket_in_the_workspace_is_refused_too(lab, monkeypatch):
     try:
         server.bind("sock")
         for name, arguments in (("read_file", {}), ("edit_file", {"old_str": "", "new_str": "x"})):
-            blocked, answer = nb.attempt(lab.registry, name, path="sock", **arguments)
+            blocked, answer = attempt(lab.registry, name, path="sock", **arguments)
             assert blocked and "sock is not a regular file" in answer, answer
     finally:
         server.close()
@@ -405,8 +439,8 @@ def test_a_special_file_swapped_in_after_the_check_is_never_written(lab, monkeyp
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(nb.os, "open", open_then_swap)
-    blocked, answer = nb.attempt(lab.registry, "edit_file", path="notes/todo.md", old_str="",
-                                 new_str="pwned")
+    blocked, answer = attempt(lab.registry, "edit_file", path="notes/todo.md", old_str="",
+                              new_str="pwned")
     monkeypatch.undo()
     try:
         assert blocked and "notes/todo.md is not a regular file" in answer, answer
@@ -438,7 +472,7 @@ def test_a_link_that_changes_while_it_is_resolved_leaks_no_path(lab, monkeypatch
         arguments = {"old_str": "", "new_str": "x"} if name == "edit_file" else {}
         link.unlink(missing_ok=True)
         link.symlink_to(lab.outside / "secret.txt")
-        blocked, answer = nb.attempt(lab.registry, name, path="leak.txt", **arguments)
+        blocked, answer = attempt(lab.registry, name, path="leak.txt", **arguments)
         assert blocked
         assert answer == (f"{name}: leak.txt: a symbolic link on the way changed while it was "
                           "being resolved; try again")
@@ -448,7 +482,7 @@ def test_a_link_that_changes_while_it_is_resolved_leaks_no_path(lab, monkeypatch
 def test_tools_do_not_depend_on_the_current_directory(lab, monkeypatch):
     monkeypatch.chdir(lab.outside)
     assert lab.registry["read_file"]("notes/todo.md")["path"] == "notes/todo.md"
-    blocked, _ = nb.attempt(lab.registry, "read_file", path="secret.txt")
+    blocked, _ = attempt(lab.registry, "read_file", path="secret.txt")
     assert blocked  # secret.txt is in the current directory, but not in the workspace
 
 
@@ -477,8 +511,8 @@ def test_file_swapped_for_a_link_after_the_check(lab, monkeypatch):
 
     racing(monkeypatch, swap)
     before = world(lab)
-    blocked, answer = nb.attempt(lab.registry, "edit_file", path="notes/todo.md", old_str="",
-                                 new_str="pwned")
+    blocked, answer = attempt(lab.registry, "edit_file", path="notes/todo.md", old_str="",
+                              new_str="pwned")
     assert blocked and "loops or changed" in answer
     assert world(lab) == before
 
@@ -491,7 +525,7 @@ def test_file_swapped_for_a_link_before_a_read(lab, monkeypatch):
         target.symlink_to(lab.outside / "secret.txt")
 
     racing(monkeypatch, swap)
-    blocked, answer = nb.attempt(lab.registry, "read_file", path="notes/todo.md")
+    blocked, answer = attempt(lab.registry, "read_file", path="notes/todo.md")
     assert blocked and SECRET not in answer
 
 
@@ -505,8 +539,8 @@ def test_folder_swapped_for_a_link_after_the_check(lab, monkeypatch):
 
     racing(monkeypatch, swap)
     before = world(lab)
-    blocked, answer = nb.attempt(lab.registry, "edit_file", path="notes/deep/planted.txt",
-                                 old_str="", new_str="pwned")
+    blocked, answer = attempt(lab.registry, "edit_file", path="notes/deep/planted.txt",
+                              old_str="", new_str="pwned")
     assert blocked, answer
     assert world(lab) == before
 
@@ -515,8 +549,8 @@ def test_new_folder_swapped_for_a_link_after_the_check(lab, monkeypatch):
     """The folder does not exist at the check; the attacker makes it a link before mkdir."""
     racing(monkeypatch, lambda: (lab.workspace / "fresh").symlink_to(lab.outside))
     before = world(lab)
-    blocked, _ = nb.attempt(lab.registry, "edit_file", path="fresh/planted.txt", old_str="",
-                            new_str="pwned")
+    blocked, _ = attempt(lab.registry, "edit_file", path="fresh/planted.txt", old_str="",
+                         new_str="pwned")
     assert blocked
     assert world(lab) == before
 
@@ -559,7 +593,7 @@ def test_a_link_deeper_than_path_max_is_refused_though_realpath_cannot_see_it(
     # here, the lesson's paragraph on PATH_MAX is out of date).
     nb.resolve_in(lab.workspace, arguments["path"])
     before = world(lab)
-    blocked, answer = nb.attempt(lab.registry, name, **arguments)
+    blocked, answer = attempt(lab.registry, name, **arguments)
     assert blocked, answer
     assert SECRET not in answer and world(lab) == before
     assert str(lab.root) not in answer.replace(arguments["path"], "")
@@ -644,7 +678,7 @@ def test_read_only_agent_cannot_change_anything(lab):
 def test_prompt_injection_is_tried_and_refused(lab, risks):
     tools, registry = nb.sandbox_tools(lab.workspace, risks, timeout=2)
     before = world(lab)
-    bot = agent.Agent(agent.ScriptedClient(nb.gullible_script()), "scripted", tools=tools,
+    bot = agent.Agent(agent.ScriptedClient(gullible_script()), "scripted", tools=tools,
                       registry=registry, system_prompt=nb.SANDBOX_PROMPT, on_event=None)
     bot.chat("Summarize docs/NOTES.md for me.")
     assert bot.stop_reason == "done"
@@ -663,9 +697,16 @@ def test_prompt_injection_is_tried_and_refused(lab, risks):
 def test_without_the_sandbox_the_same_injection_leaks(lab, monkeypatch):
     """The premise of the lesson: agent.py's plain tools follow the file's orders out."""
     monkeypatch.chdir(lab.workspace)
-    bot = agent.Agent(agent.ScriptedClient(nb.gullible_script()), "scripted", on_event=None)
+    bot = agent.Agent(agent.ScriptedClient(gullible_script()), "scripted", on_event=None)
     bot.chat("Summarize docs/NOTES.md for me.")
     assert SECRET in bot.messages[5]["content"]
+
+
+def test_the_props_are_not_exported():
+    """The lab and the gullible model are course material (props/lab.py): a builder who takes
+    the export cells away gets neither."""
+    for name in ("SECRET", "TODO", "INJECTED_NOTE", "build_lab", "gullible_script", "tree"):
+        assert not hasattr(nb, name), f"{name} is in the export cells"
 
 
 def test_export_cells_only_define(tmp_path, monkeypatch):
@@ -681,20 +722,27 @@ from pathlib import Path
 import agent
 import sandbox
 
-workspace, outside = sandbox.build_lab(Path("lab"))
-tools, registry = sandbox.sandbox_tools(workspace, timeout=2)
-bot = agent.Agent(agent.ScriptedClient(sandbox.gullible_script()), "scripted", tools=tools,
-                  registry=registry, system_prompt=sandbox.SANDBOX_PROMPT, on_event=None)
-bot.chat("Summarize docs/NOTES.md for me.")
-assert not any(sandbox.SECRET in m["content"] for m in bot.messages)
+Path("outside").mkdir()
+Path("outside/secret.txt").write_text("s3cr3t value")
+Path("workspace").mkdir()
+tools, registry = sandbox.sandbox_tools("workspace", timeout=2)
+bot = agent.Agent(agent.ScriptedClient([
+    agent.tool_call("read_file", path="../outside/secret.txt"),
+    agent.tool_call("run_command", command="env | grep -i key"),
+    agent.reply("done"),
+]), "scripted", tools=tools, registry=registry, system_prompt=sandbox.SANDBOX_PROMPT,
+    on_event=None)
+bot.chat("Show me the secret and the keys.")
+assert not any("s3cr3t" in m["content"] for m in bot.messages)
 print(bot.stop_reason, sandbox.__file__ == str(Path("sandbox.py").resolve()),
-      [m["content"] for m in bot.messages if m["role"] == "tool"][1:])
+      [m["content"] for m in bot.messages if m["role"] == "tool"])
 """
 
 
 def test_the_exported_module_imports_and_runs_beside_a_copy_of_agent_py(tmp_path):
     """What "take it with you" promises: the export command writes sandbox.py, which runs
-    beside agent.py alone - no course.py, no notebooks - with the sandbox holding."""
+    beside agent.py alone - no course.py, no notebooks, no props - with the sandbox holding:
+    the read outside is refused, and the command does not see the key we were started with."""
     root = Path(__file__).resolve().parent.parent
     made = subprocess.run([sys.executable, str(root / "notebooks" / "course.py"), "export",
                            "05-sandbox", "-o", str(tmp_path / "sandbox.py")],
@@ -703,9 +751,10 @@ def test_the_exported_module_imports_and_runs_beside_a_copy_of_agent_py(tmp_path
     shutil.copy(root / "agent.py", tmp_path / "agent.py")
     (tmp_path / "run.py").write_text(EXPORTED_RUN)
     done = subprocess.run([sys.executable, "-E", "run.py"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, env={**os.environ, "OPENAI_API_KEY": "sk-fake"})
     assert done.returncode == 0, done.stderr
-    assert "import course" not in (tmp_path / "sandbox.py").read_text()
+    exported = (tmp_path / "sandbox.py").read_text()
+    assert "import course" not in exported and "props" not in exported
     assert done.stdout.startswith("done True ")
     assert "path escapes the workspace: ../outside/secret.txt" in done.stdout
     assert '{"exit_code": 1, "output": ""}' in done.stdout

@@ -202,10 +202,25 @@ def test_environment_holds_no_secrets(workspace, monkeypatch):
     output = run(workspace, "env")["output"]
     assert "fake-value" not in output
     names = {line.split("=", 1)[0] for line in output.splitlines()}
-    assert {"PATH", "HOME", "LANG", "PYTHONDONTWRITEBYTECODE"} <= names
-    assert names <= {"PATH", "HOME", "LANG", "PYTHONDONTWRITEBYTECODE", "PWD", "OLDPWD", "SHLVL",
-                     "_"}  # sh adds some
+    chosen = set(nb.shell_env(workspace))
+    assert chosen == {"PATH", "HOME", "LANG", "PYTHONDONTWRITEBYTECODE"}
+    assert chosen <= names <= chosen | {"PWD", "OLDPWD", "SHLVL", "_"}  # what sh sets itself
+    assert "PWD" in names  # dash and bash both set it
     assert run(workspace, "printenv PATH")["output"] == nb.SHELL_PATH + "\n"
+
+
+def test_the_lesson_counts_the_variables_as_the_code_does(workspace):
+    """The lesson says "four variables we chose" and that the shell adds PWD: both languages,
+    and the notebook, agree with shell_env."""
+    assert len(nb.shell_env(workspace)) == 4
+    root = Path(__file__).resolve().parent.parent
+    english = " ".join((root / "lessons" / "05-sandbox.md").read_text(encoding="utf-8").split())
+    chinese = (root / "lessons" / "zh" / "05-sandbox.md").read_text(encoding="utf-8")
+    cells = json.loads((root / "notebooks" / "05-sandbox.ipynb").read_text(encoding="utf-8"))
+    notebook = " ".join(" ".join("".join(c["source"]) for c in cells["cells"]).split())
+    assert "four variables we chose" in english and "PWD" in english
+    assert "四个变量" in chinese and "PWD" in chinese
+    assert "the four variables we chose" in notebook and "three variables" not in notebook
 
 
 AGENT_PROCESS = r"""
@@ -386,6 +401,49 @@ def test_memory_limit_stops_a_big_allocation(workspace):
     assert run(workspace, f"{PYTHON} -c 'bytearray(2**20)'")["exit_code"] == 0  # defaults
 
 
+def test_the_limits_are_set_without_preexec_fn(workspace, monkeypatch):
+    """Python documents preexec_fn as not safe in a program with threads (a kernel has them,
+    lesson 10 runs run_in from a pool): the limits are set by a small program the child runs,
+    which then becomes the shell - the same process, so its group and $PPID are unchanged."""
+    seen = []
+    popen = subprocess.Popen
+
+    def recording(args, **options):
+        seen.append((args, options))
+        return popen(args, **options)
+
+    monkeypatch.setattr(nb.subprocess, "Popen", recording)
+    result = run(workspace, "ulimit -t; echo $$; ps -o ppid= -p $$", limits={"RLIMIT_CPU": 7})
+    (args, options), = seen
+    assert options.get("preexec_fn") is None and options["start_new_session"] is True
+    assert args[:2] == [sys.executable, "-I"] and args[-2:] == [str(nb.resource.RLIMIT_CPU), "7"]
+    limit, shell, parent = result["output"].split()
+    assert limit == "7" and int(parent) == os.getpid()  # the shell's parent is the agent
+    assert nb.with_limits("true", {}) == ["/bin/sh", "-c", "true"]  # no limits: the shell alone
+    assert nb.with_limits("true", {"RLIMIT_NOT_ON_THIS_OS": 1}) == ["/bin/sh", "-c", "true"]
+
+
+def test_signals_python_ignores_are_back_to_their_default_in_the_command(workspace):
+    """Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec: the
+    program that sets the limits gives them back their default before it becomes the shell, so
+    `yes | head -1` ends quietly and a write past the file-size limit is stopped by SIGXFSZ."""
+    assert run(workspace, "yes | head -n 1") == {"exit_code": 0, "output": "y\n"}
+    result = run(workspace, "head -c 1000000 /dev/zero > big.bin",
+                 limits={"RLIMIT_FSIZE": 100_000})
+    assert result["exit_code"] == 128 + signal.SIGXFSZ  # the shell's way to say: killed by it
+
+
+def test_run_in_from_many_threads_at_once(workspace):
+    """Lesson 10 calls run_in from a pool of threads: each command gets its own limits, group
+    and output."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda n: run(workspace, f"ulimit -t; echo {n}",
+                                              limits={"RLIMIT_CPU": 5}), range(16)))
+    assert [r["output"].split() for r in results] == [["5", str(n)] for n in range(16)]
+
+
 def test_limits_bind_the_command_not_us(workspace):
     import resource
 
@@ -443,6 +501,35 @@ def test_exercise_7s_check_wants_a_survivor_that_left_the_group_before_the_kill(
         assert not failed, report
     else:
         assert "run 1 of 5: no escaped.txt" in failed, report
+
+
+def test_exercise_6s_check_catches_a_gate_that_shows_the_command_as_typed():
+    """A carriage return, an escape sequence, a screenful of newlines or a right-to-left
+    override in the command hide what runs when the question shows it as typed: the naive gate
+    fails check 05.6 on exactly that case, and the gate that shows repr(command) passes."""
+    def gated(show):
+        def gate(run_command, ask=input):
+            def run_command_gated(command: str) -> dict:
+                try:
+                    answer = ask(f"run this command? {show(command)}\n[y/N] ")
+                except EOFError:
+                    answer = ""
+                if answer.strip().lower() not in ("y", "yes"):
+                    raise PermissionError(f"not approved: {command}")
+                return run_command(command)
+            run_command_gated.__name__ = "run_command"
+            return run_command_gated
+        return gate
+
+    naive = course.check("05.6", gated(str))
+    failed = [what for ok, what, _ in naive.results if not ok]
+    assert failed == ["the command is shown so that no character in it can hide what runs"], naive
+    assert course.check("05.6", gated(repr)).passed
+
+    def all_but_bidi(command: str) -> str:  # \r, \n, \x1b written out; U+202E let through
+        return "".join(c if c.isprintable() or c == "\u202e" else repr(c)[1:-1] for c in command)
+
+    assert not course.check("05.6", gated(all_but_bidi)).passed
 
 
 def test_the_lesson_names_every_way_out_the_tests_show():

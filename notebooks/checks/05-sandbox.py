@@ -1,8 +1,9 @@
 """The checks of lesson 05's coding exercises (notebooks/05-sandbox.ipynb, "Your turn").
 
-Each runs the student's code on a lab of its own (sandbox.build_lab in the scratch folder
+Each runs the student's code on a lab of its own (props.lab.build_lab in the scratch folder
 course.check gives it), and includes the cases a plausible wrong answer fails: a link
-followed, a named pipe that hangs, a hard link from outside, a path check on the string."""
+followed, a named pipe that hangs, a hard link from outside, a path check on the string, a
+command shown with the characters that hide what it does."""
 
 import os
 import threading
@@ -12,6 +13,7 @@ from types import SimpleNamespace
 
 import course
 import sandbox
+from props.lab import SECRET, build_lab
 
 import agent
 from agent import Agent, ScriptedClient, reply, tool_call
@@ -19,12 +21,12 @@ from agent import Agent, ScriptedClient, reply, tool_call
 
 def make_lab() -> SimpleNamespace:
     """build_lab's workspace and outside folder, in the current (scratch) folder."""
-    workspace, outside = sandbox.build_lab(Path(os.path.realpath(".")) / "lab")
+    workspace, outside = build_lab(Path(os.path.realpath(".")) / "lab")
     return SimpleNamespace(root=workspace, workspace=workspace, outside=outside)
 
 
 def secret_intact(lab) -> bool:
-    return (lab.outside / "secret.txt").read_text() == sandbox.SECRET + "\n"
+    return (lab.outside / "secret.txt").read_text() == SECRET + "\n"
 
 
 def refused(func, *args) -> str:
@@ -129,7 +131,7 @@ def _(t, grep_in):
             assert str(lab.root.parent) not in error, f"the error shows a machine path: {error}"
     with t.case("never follows a link out: the secret is not in the result"):
         result = grep_in(lab.root, "launch code")
-        assert sandbox.SECRET not in str(result), \
+        assert SECRET not in str(result), \
             "it read the secret through leak.txt, chain1, outdir/ or hard.txt"
         assert _matches(result) == [], f"found {_matches(result)}"
     with t.case("skips a named pipe without hanging, and a file that is not text"):
@@ -282,6 +284,27 @@ def _person(*answers):
     return ask
 
 
+# Commands whose raw text hides "rm -rf data" from a person reading the question in a
+# terminal, and the characters that must not reach the question as they are.
+HIDING = [
+    "rm -rf data\recho tidy up",  # the carriage return: "echo tidy up" is written over it
+    "rm -rf data\x1b[2K\recho tidy up",  # an escape sequence erases the line first
+    "echo hi" + "\n" * 40 + "rm -rf data",  # newlines scroll it out of sight
+    "echo \u202eatad fr- mr",  # a right-to-left override shows the rest reversed
+]
+
+
+def _hides(question: str, layout: str) -> str:
+    """What in the question could hide part of the command from a person: "" if nothing.
+    `layout` is the question for a plain command: its own line breaks are allowed."""
+    for char in sorted(set(question)):
+        if not char.isprintable() and char != "\n":
+            return f"{char!r} as it is"
+    if question.count("\n") > layout.count("\n"):
+        return "the command's line breaks as they are"
+    return ""
+
+
 @course.exercise("05.6", "an approval gate for run_command")
 def _(t, gated):
     root = Path(os.path.realpath("gated"))
@@ -296,6 +319,19 @@ def _(t, gated):
         ask = _person("n")
         refused(gated(run_command, ask), "touch made.txt")
         assert ask.asked and "touch made.txt" in ask.asked[0], f"asked {ask.asked}"
+    with t.case("the command is shown so that no character in it can hide what runs"):
+        plain = _person("n")
+        refused(gated(run_command, plain), "touch made.txt")
+        for command in HIDING:
+            ask = _person("n")
+            refused(gated(run_command, ask), command)
+            question = ask.asked[0] if ask.asked else ""
+            hides = _hides(question, plain.asked[0] if plain.asked else "")
+            assert not hides, f"the question for {command!r} shows {hides}: show the command " \
+                "as repr(command) does, with such characters written out"
+            for word in ("rm", "data", "atad"):
+                assert word not in command or word in question, \
+                    f"the question does not show the command: {question!r}"
     with t.case("Enter alone, n, or anything else refuses: an error that names the command"):
         for answer in ("", "n", "no", "sure, why not", "yess"):
             error = refused(gated(run_command, _person(answer)), "touch made.txt")

@@ -19,4 +19,6 @@ them imports this package. Each module says which lesson brought it in.
   calc_lab  lesson 09's project (calc.py and its test), its run_tests tool, the scripted model
             that goes on after a crash, and crash_mid_tool, which kills crash_run.py (the
             program beside it) with SIGKILL while its tool runs
+  lab       build_lab, SECRET, tree: a workspace with a secret beside it and traps inside it;
+            gullible_script, a model that obeys a file's hidden orders (lesson 05)
 """
