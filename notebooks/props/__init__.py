@@ -5,4 +5,5 @@ them imports this package. Each module says which lesson brought it in.
 
   clock     FakeClock, a clock that moves only when told to; with_latency and with_tool_time,
             which make model calls and tools take time on it (lesson 07, used from 09 on)
+  half_write  writes that stop half-way, as a full disk would stop them (lesson 06)
 """
