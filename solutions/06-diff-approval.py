@@ -2,6 +2,7 @@
 checks on them). They use the lesson's own module, diff_approval."""
 
 import json
+import os
 
 from diff_approval import (
     APPROVE,
@@ -21,7 +22,9 @@ def ask_or_edit(editor):
     def policy(path, diff):
         show_diff(diff)
         try:
-            answer = input(f"apply this change to {visible(path, keep='')}? "
+            answer = input("(y or yes applies it; e lets you edit it first; anything else is a "
+                           "no, and what you type goes to the model as your reason)\n"
+                           f"apply this change to {visible(path, keep='')}? "
                            "[y/N/e to edit, or say why not] ").strip()
         except EOFError:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops the run
             print()
@@ -49,32 +52,36 @@ def remember(policy):
 
 
 def conflict_tools(policy):
-    """Exercise 3: a stale edit's error shows the diff from the text read to the text now."""
+    """Exercise 3: a stale edit's error shows the diff from the text the model last saw (read,
+    or written by itself) to the text now. Only then is the file read for it: a file never
+    read stays refused, so no overwrite of a file the model has not seen goes through."""
     tools, registry = approval_tools(policy)
     read, edit = registry["read_file"], registry["edit_file"]
-    last_read = {}  # real name -> the text the model last read
+    last_seen = {}  # real path -> the text the model last saw
 
     def read_file(path):
         result = read(path)
-        last_read[result["path"]] = result["content"]
+        last_seen[os.path.realpath(path)] = result["content"]
         return result
 
     def edit_file(path, old_str, new_str):
+        key = os.path.realpath(path)
         try:
-            return edit(path, old_str, new_str)
+            result = edit(path, old_str, new_str)
         except StaleFile as exc:
-            if "read it first" in str(exc):
-                raise  # never read: there is no old text to compare with
-            try:
-                now = read(path)  # also updates the fingerprint: the model now knows this text
-            except FileNotFoundError:
-                raise exc from None
-            before = last_read.get(now["path"])
-            last_read[now["path"]] = now["content"]
-            if before is None:
-                raise
+            before = last_seen.get(key)
+            if "changed" not in str(exc) or before is None:
+                raise  # never read, or what it saw is not known: nothing to show, nothing read
+            now = read_file(path)  # also updates the fingerprint: the model now knows this text
             changes = make_diff(now["path"], before, now["content"])
-            raise StaleFile(f"{exc}. What changed since you read it:\n{changes}") from None
+            raise StaleFile(f"{exc}. What changed since you last saw it:\n{changes}") from None
+        if "changed_by_person" in result:
+            last_seen.pop(key, None)  # written as the person changed it: not known here
+        elif old_str == "":
+            last_seen[key] = new_str
+        elif key in last_seen:  # written only if the file was the text we hold
+            last_seen[key] = last_seen[key].replace(old_str, new_str, 1)
+        return result
 
     return tools, {**registry, "read_file": read_file, "edit_file": edit_file}
 

@@ -1002,7 +1002,7 @@ def test_showing_prints_the_diff_and_the_answer(capsys):
 @pytest.mark.parametrize(("typed", "approved", "reason"), [
     ("y", True, ""), ("Y", True, ""), ("yes", True, ""), (" y \n", True, ""),
     ("n", False, "the person said no"), ("", False, "the person said no"),
-    ("No", False, "the person said no"), ("yep", False, "yep"),
+    ("No", False, "the person said no"), ("yep", False, "yep"), ("ok", False, "ok"),
     ("use pathlib instead", False, "use pathlib instead"),
     (EOFError, False, "no answer from the person (input closed)"),
 ])
@@ -1018,7 +1018,8 @@ def test_terminal_policy(monkeypatch, capsys, typed, approved, reason):
     monkeypatch.setattr("builtins.input", fake_input)
     diff = nb.make_diff("greet.py", GREET, GREET.replace("Hello", "Hi"))
     assert nb.ask_terminal("greet.py", diff) == nb.Decision(approved, reason)
-    assert prompts == ["apply this change to greet.py? [y/N, or say why not] "]
+    assert prompts == [f"{nb.ANSWERS}\napply this change to greet.py? [y/N, or say why not] "]
+    assert "only y or yes applies it" in nb.ANSWERS and "anything else is a no" in nb.ANSWERS
     assert capsys.readouterr().out.startswith(diff)  # shown before the question, plain here
 
 
@@ -1136,7 +1137,7 @@ def test_the_terminal_policy_shows_hidden_characters_in_diff_and_path(monkeypatc
     diff = nb.make_diff("a.py", "", SNEAKY)
     nb.ask_terminal("a\x1b[2K.py", diff)
     assert "\\x1b[2K\\x1b[G" in capsys.readouterr().out
-    assert prompts == ["apply this change to a\\x1b[2K.py? [y/N, or say why not] "]
+    assert prompts == [f"{nb.ANSWERS}\napply this change to a\\x1b[2K.py? [y/N, or say why not] "]
     nb.showing(nb.reject_all("no\x1b[2K"))("a.py", diff)
     out = capsys.readouterr().out
     assert "\x1b" not in out and out.endswith("person:      rejected: no\\x1b[2K\n")
@@ -1229,3 +1230,91 @@ def test_the_exported_module_works_beside_agent_py_and_stacks_on_sandbox_py(tmp_
         assert "only files matching *.md may be changed" in refused
         assert out["files"] == ["notes.md"]
         assert not (tmp_path / "escape.md").exists()
+
+
+# --- the exercises' checks tell the plausible wrong answers from a right one ----------------
+
+
+def failing_cases(report) -> list[str]:
+    return [what for ok, what, _ in report.results if not ok]
+
+
+def assert_fails_on(report, start):
+    failed = failing_cases(report)
+    assert failed, f"a wrong answer passed:\n{report!r}"
+    assert any(what.startswith(start) for what in failed), \
+        f"expected a failure starting {start!r}:\n{report!r}"
+
+
+def conflict_tools_as_the_old_hint_said(policy):
+    """06.3 as the old hint led to it: on every StaleFile, read the file again (which updates
+    the fingerprint), and keep only the text the model read, never the text it wrote."""
+    import diff_approval
+    tools, registry = diff_approval.approval_tools(policy)
+    read, edit = registry["read_file"], registry["edit_file"]
+    last_read = {}
+
+    def read_file(path):
+        result = read(path)
+        last_read[result["path"]] = result["content"]
+        return result
+
+    def edit_file(path, old_str, new_str):
+        try:
+            return edit(path, old_str, new_str)
+        except diff_approval.StaleFile as exc:
+            now = read(path)
+            before = last_read.get(now["path"])
+            last_read[now["path"]] = now["content"]
+            if before is None:
+                raise
+            changes = diff_approval.make_diff(now["path"], before, now["content"])
+            raise diff_approval.StaleFile(f"{exc}\n{changes}") from None
+
+    return tools, {**registry, "read_file": read_file, "edit_file": edit_file}
+
+
+def test_check_06_3_catches_a_blind_overwrite_after_read_it_first():
+    report = course.check("06.3", conflict_tools_as_the_old_hint_said)
+    assert_fails_on(report, "and it stays refused on a second try")
+
+
+def test_check_06_3_catches_a_diff_that_ignores_the_models_own_write():
+    import diff_approval
+
+    def careful_but_forgetful(policy):
+        tools, registry = diff_approval.approval_tools(policy)
+        read, edit = registry["read_file"], registry["edit_file"]
+        last_read = {}
+
+        def read_file(path):
+            result = read(path)
+            last_read[os.path.realpath(path)] = result["content"]
+            return result
+
+        def edit_file(path, old_str, new_str):
+            try:
+                return edit(path, old_str, new_str)
+            except diff_approval.StaleFile as exc:
+                before = last_read.get(os.path.realpath(path))
+                if "changed" not in str(exc) or before is None:
+                    raise
+                now = read_file(path)
+                changes = diff_approval.make_diff(now["path"], before, now["content"])
+                raise diff_approval.StaleFile(f"{exc}\n{changes}") from None
+
+        return tools, {**registry, "read_file": read_file, "edit_file": edit_file}
+
+    report = course.check("06.3", careful_but_forgetful)
+    assert_fails_on(report, "the model's own write counts as what it saw")
+    assert "and it stays refused on a second try" not in failing_cases(report)
+
+
+def test_check_06_5_catches_a_log_that_a_tab_and_a_newline_can_forge(monkeypatch):
+    """The reference solution with every field written as it came: one case fails, that one."""
+    solution = course._load_file(Path(course.__file__).resolve().parent.parent / "solutions"
+                                 / "06-diff-approval.py", "solution_06_for_the_forged_log")
+    monkeypatch.setattr(solution, "visible", lambda text, keep="": text)
+    report = course.check("06.5", solution.audit_log)
+    assert_fails_on(report, "a path or a reason holding a tab and a newline cannot forge a line")
+    assert len(failing_cases(report)) == 1, report

@@ -1026,3 +1026,36 @@ def test_the_exported_tracer_imports_and_runs_beside_agent_py(tmp_path):
     assert "run 1 (scripted-demo): done, turns: 2" in done.stdout  # ...and so did the tracer
     assert (tmp_path / "traces" / "run-001.jsonl").is_file()
     assert done.stdout.split()[-3:] == [str(module), str(tmp_path / "agent.py"), "False"]
+
+
+# --- every figure lesson 07 states about the notebook's run is what the code gives today ------
+
+
+def test_the_figures_the_lesson_states_are_what_the_notebooks_run_gives(tmp_path):
+    """The run of the notebook's "A run worth tracing" (props.nightly_job records it again) and
+    the constants behind the lesson's other numbers, against the text of both languages."""
+    import inspect
+
+    from props.nightly_job import record_run
+
+    _, tracer, _ = record_run(tmp_path / "traces")
+    run = nb.load_trace(tracer.paths[0])
+    prompts = [row["prompt_tokens"] for row in nb.turn_usage(run)]
+    share = sum(nb.cost("scripted-demo", p, 0) for p in prompts) / nb.totals(run)["cost"]
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(tracer.paths[0].read_bytes()[:-30])  # the notebook's first damaged copy
+    first_problem = nb.trace_problems(nb.load_trace(torn))[0]
+    for lesson in ("07-tracing.md", f"zh{os.sep}07-tracing.md"):
+        text = (ROOT / "lessons" / lesson).read_text(encoding="utf-8")
+        for figure in (f"{prompts[-1]:,}", f"{sum(prompts):,}", f"{share:.0%}", "5,000",
+                       "20,000", "200", "150", first_problem.split(" (")[0]):
+            assert figure in text, f"{lesson} does not say {figure!r}"
+    assert len(prompts) == 6  # "the notebook's six-turn run"
+    assert (prompts[-1], sum(prompts), f"{share:.0%}") == (6_147, 24_763, "94%")
+    assert round(prompts[2] - prompts[1], -3) == 5_000  # "a log of about 5,000 tokens"
+    assert agent.MAX_TOOL_OUTPUT == 20_000 and nb.PREVIEW == 200  # 20,000 -> a 200 preview
+    assert inspect.signature(agent.one_line).parameters["width"].default == 150
+    assert inspect.signature(with_tool_time).parameters["seconds"].default == 0.1  # a tenth
+    assert nb.env_secrets({"A_KEY": "1234567"}) == {} and nb.env_secrets({"A_KEY": "12345678"})
+    assert inspect.signature(nb.secret_forms).parameters["layers"].default == 3
+    assert first_problem == "line 45 is not JSON (torn by a crash?)"

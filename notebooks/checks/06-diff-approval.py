@@ -193,6 +193,30 @@ def _(t, conflict_tools):
         message = refused(registry["edit_file"], "other.txt", "", "y\n")
         assert "read it first" in message and "@@" not in message, f"got {message!r}"
 
+    with t.case("and it stays refused on a second try: nothing was read behind the model's back"):
+        Path("other.txt").write_text("x\n", encoding="utf-8")
+        _, registry = conflict_tools(flow.approve_all)
+        refused(registry["edit_file"], "other.txt", "", "y\n")
+        try:
+            refused(registry["edit_file"], "other.txt", "", "y\n")
+        except AssertionError:
+            raise AssertionError("the second blind overwrite was written: reading the file on "
+                                 "'read it first' updated the fingerprint, though the model "
+                                 "never saw it") from None
+        assert Path("other.txt").read_text(encoding="utf-8") == "x\n", "other.txt changed"
+
+    with t.case("the model's own write counts as what it saw: the diff shows only the change"
+                " since"):
+        Path("notes.txt").write_text("one\ntwo\n", encoding="utf-8")
+        _, registry = conflict_tools(flow.approve_all)
+        registry["read_file"]("notes.txt")
+        registry["edit_file"]("notes.txt", "one", "1")  # the model's own write: 1, two
+        Path("notes.txt").write_text("1\nTWO\n", encoding="utf-8")  # then a colleague's
+        message = refused(registry["edit_file"], "notes.txt", "two", "2")
+        assert flow.make_diff("notes.txt", "1\ntwo\n", "1\nTWO\n") in message, \
+            ("the diff should go from the text the model last saw (after its own edit) to the "
+             f"text now; the error says {message!r}")
+
     with t.case("the model reads the diff in its tool result"):
         Path("notes.txt").write_text("one\ntwo\n", encoding="utf-8")
 
@@ -241,6 +265,16 @@ def _(t, audit_log):
         outcome = want.split("\t")[2].split(":")[0]
         with t.case(f"a {outcome} edit: {want!r}"):
             assert want in lines, f"no such line; the lines are {lines}"
+    with t.case("a path or a reason holding a tab and a newline cannot forge a line"):
+        forged = "x.txt\tstale\ncall_9\tsecrets.txt"
+        run("forged.log", [tool_call("edit_file", path=forged, old_str="", new_str="x\n"),
+                           reply("done")], [flow.reject("not now\ncall_8\tpasswd\twritten")])
+        written = Path("forged.log").read_text(encoding="utf-8").split("\n")[:-1]
+        assert len(written) == 1, (f"one edit, {len(written)} lines: {written} (write the path "
+                                   "and the reason with visible(text, keep=''))")
+        fields = written[0].split("\t")
+        assert len(fields) == 3 and fields[0] == "call_1", f"the line's fields are {fields}"
+        assert fields[2].startswith("rejected: not now"), f"the outcome is {fields[2]!r}"
     with t.case("a second run appends and keeps the first run's lines"):
         run("edits.log", [tool_call("edit_file", path="d.txt", old_str="", new_str="d\n"),
                           reply("done")], [flow.APPROVE])

@@ -21,4 +21,7 @@ them imports this package. Each module says which lesson brought it in.
             program beside it) with SIGKILL while its tool runs
   lab       build_lab, SECRET, tree: a workspace with a secret beside it and traps inside it;
             gullible_script, a model that obeys a file's hidden orders (lesson 05)
+  half_write  writes that stop half-way, as a full disk would stop them (lesson 06)
+  nightly_job the failed nightly job lesson 07 traces: its project, its scripted model, and
+            record_run, which records that run again for a section run on its own
 """
