@@ -13,60 +13,44 @@ collect it):
 Target: the host's work per request well under the time of a model call (hundreds of ms).
 """
 
-import os
 import statistics
 import sys
-import tempfile
 import time
-import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "notebooks")]
 
 import course  # noqa: E402  (reads the notebook's cells)
+from props import context_lab as shop  # noqa: E402  (the shop, the careful model, the note taker)
 
 from agent import Agent, ScriptedClient  # noqa: E402
 
 RUNS = 7
 
 
-def scenario():
-    """The notebook's export and scenario cells, in order, as one module."""
-    path = course.notebook_path("12-context-budget")
-    source = "\n\n".join("".join(c["source"]) for c in course.cells(path)
-                         if {"export", "scenario"} & set(c.get("metadata", {}).get("tags", [])))
-    module = types.ModuleType("shop")
-    exec(compile(source, path.name, "exec"), module.__dict__)
-    return module
-
-
-def the_task(cb, folder: Path) -> None:
-    shop = cb
+def the_task(cb) -> None:
     strategies = {"no compaction": None, "elision": {"elide_after": 2},
                   "summary": {"budget": 6_000, "keep_recent": 1_500},
                   "both": {"budget": 6_000, "keep_recent": 1_500, "elide_after": 2}}
     baseline = None
     print("(a) the notebook's task")
     for name, options in strategies.items():
-        shop.make_project(folder / name)
-        os.chdir(folder / name)
         meter = cb.Meter()
-        client = ScriptedClient([shop.careful_model] * 80)
         started = time.perf_counter()
         if options is None:
-            bot = Agent(client, "scripted-demo", max_turns=60, on_event=meter)
+            bot, problems = shop.run_task(Agent, on_event=meter)
         else:
-            bot = cb.CompactingAgent(client, "scripted-demo", max_turns=60, on_event=meter,
-                                     summarizer=ScriptedClient([shop.note_taker] * 20), **options)
-        bot.chat(shop.TASK)
+            bot, problems = shop.run_task(cb.CompactingAgent, on_event=meter,
+                                          summarizer=ScriptedClient([shop.note_taker] * 20),
+                                          **options)
         took = time.perf_counter() - started
         t = cb.totals(meter.rows, "scripted-demo")
         baseline = baseline or t["prompt_tokens"]
         print(f"  {name:<14} turns {t['turns']:>2}, model calls {t['model_calls']:>2}, prompt "
               f"tokens {t['prompt_tokens']:>8,} ({t['prompt_tokens'] / baseline:4.0%}), "
-              f"verifier {'passes' if not shop.verify(folder / name) else 'FAILS'}, "
-              f"host time {took * 1000:6.1f} ms")
+              f"verifier {'passes' if not problems else 'FAILS'}, "
+              f"host time {took * 1000:6.1f} ms (the shop written and read included)")
 
 
 def long_history(n: int) -> list[dict]:
@@ -105,11 +89,6 @@ def overhead(cb) -> None:
 
 
 if __name__ == "__main__":
-    module = scenario()
-    with tempfile.TemporaryDirectory(prefix="bench-context-") as tmp:
-        before = os.getcwd()
-        try:
-            the_task(module, Path(tmp))
-        finally:
-            os.chdir(before)
+    module = course.load_notebook("12-context-budget")  # the export cells: context_budget
+    the_task(module)
     overhead(module)

@@ -1,17 +1,21 @@
 """Lesson 12's context budget: the export cells of notebooks/12-context-budget.ipynb, loaded as
-`context_budget`, and the notebook's scenario (its cells tagged "scenario").
+`context_budget`, and its props (notebooks/props/context_lab.py): the shop, its verifier, the
+careful model and the note taker.
 
 What is sent is checked apart from what is kept: every request a compacted run sends pairs each
 tool call with its result (fuzzed over generated histories with parallel calls, errors and
 `length` cuts, and over real runs on ScriptedClient, which rejects an unpaired request as a
 strict server does); the latest user message and the current turn are never summarised; the
 summarising request is itself valid; the history is never changed; a context-length error is
-retried once; and the real openai SDK over httpx2.MockTransport gets the same treatment."""
+retried once; and the real openai SDK over httpx2.MockTransport gets the same treatment. The
+figures the lesson states are compared with what the code computes today."""
 
 import copy
+import inspect
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import types
@@ -24,6 +28,7 @@ import openai
 import pytest
 import sessions
 import tracing
+from props import context_lab as SHOP  # the shop, the careful model, the note taker
 from props.clock import FakeClock
 from test_loop import assert_history_valid
 
@@ -32,19 +37,9 @@ from agent import Agent, ScriptedClient, pairing_problem, reply, step, tool_call
 
 NOTEBOOK = course.notebook_path("12-context-budget")
 cb = course.load_notebook("12-context-budget")  # the export cells: the module context_budget
+LESSONS = Path(course.ROOT) / "lessons"
 
 
-def load_scenario():
-    """The notebook's export and scenario cells, in order, in a module of their own: the shop,
-    its verifier, the careful model and the note taker."""
-    source = "\n\n".join("".join(c["source"]) for c in course.cells(NOTEBOOK)
-                         if {"export", "scenario"} & set(c.get("metadata", {}).get("tags", [])))
-    module = types.ModuleType("context_budget_scenario")
-    exec(compile(source, f"{NOTEBOOK.name} (export and scenario cells)", "exec"), module.__dict__)
-    return module
-
-
-SHOP = load_scenario()
 STRATEGIES = {"elision": {"elide_after": 2},
               "summary": {"budget": 6_000, "keep_recent": 1_500},
               "both": {"budget": 6_000, "keep_recent": 1_500, "elide_after": 2}}
@@ -59,31 +54,21 @@ def summarizer(n: int = 200) -> ScriptedClient:
     return ScriptedClient([notes] * n)
 
 
-def run_shop(folder: Path, **options):
+def run_shop(**options):
     """The notebook's task on a fresh shop: (agent, meter, verifier's problems)."""
-    SHOP.make_project(folder)
-    os.chdir(folder)
     meter = cb.Meter()
-    client = ScriptedClient([SHOP.careful_model] * 80)
     if options:
-        bot = cb.CompactingAgent(client, "scripted-demo", max_turns=60, on_event=meter,
-                                 summarizer=ScriptedClient([SHOP.note_taker] * 20), **options)
+        bot, problems = SHOP.run_task(cb.CompactingAgent, on_event=meter,
+                                      summarizer=ScriptedClient([SHOP.note_taker] * 20),
+                                      **options)
     else:
-        bot = Agent(client, "scripted-demo", max_turns=60, on_event=meter)
-    bot.chat(SHOP.TASK)
-    return bot, meter, SHOP.verify(folder)
+        bot, problems = SHOP.run_task(Agent, on_event=meter)
+    return bot, meter, problems
 
 
 @pytest.fixture(scope="module")
-def shop_runs(tmp_path_factory):
-    before = os.getcwd()
-    base = tmp_path_factory.mktemp("shop")
-    try:
-        runs = {name: run_shop(base / name, **options)
-                for name, options in {"none": {}, **STRATEGIES}.items()}
-    finally:
-        os.chdir(before)
-    return runs
+def shop_runs():
+    return {name: run_shop(**options) for name, options in {"none": {}, **STRATEGIES}.items()}
 
 
 @pytest.fixture(autouse=True)
@@ -224,7 +209,7 @@ def test_elision_replaces_old_long_results_by_a_stub_that_names_the_call_and_kee
                result("c1", big), result("c2", "short"), asks(call("c3")), result("c3", big),
                asks(call("c4")), result("c4", big)]
     before = copy.deepcopy(history)
-    sent = cb.elide_old_results(history, keep_turns=2)
+    sent = cb.elide_old_results(history, elide_after=2)
     assert history == before and pairing_problem(sent) is None
     assert [m.get("tool_call_id") for m in sent] == [m.get("tool_call_id") for m in history]
     assert sent[3]["content"] == cb.stub(history[2]["tool_calls"][0], big)
@@ -232,14 +217,14 @@ def test_elision_replaces_old_long_results_by_a_stub_that_names_the_call_and_kee
     assert "Call read_file again" in sent[3]["content"]
     assert sent[4] is history[4]  # short: not worth a stub
     assert sent[6] is history[6] and sent[8] is history[8]  # the last two turns stay whole
-    assert cb.elide_old_results(history, keep_turns=1)[6]["content"].startswith("[elided")
+    assert cb.elide_old_results(history, elide_after=1)[6]["content"].startswith("[elided")
 
 
 def test_elision_never_touches_the_current_turn_and_refuses_to_try():
     history = [SYSTEM, user("go"), asks(call("c1")), result("c1", "x" * 9_000)]
-    assert cb.elide_old_results(history, keep_turns=1) == history
+    assert cb.elide_old_results(history, elide_after=1) == history
     with pytest.raises(ValueError, match="at least 1"):
-        cb.elide_old_results(history, keep_turns=0)
+        cb.elide_old_results(history, elide_after=0)
     with pytest.raises(ValueError, match="at least 1"):
         cb.CompactingAgent(ScriptedClient([]), elide_after=0)
 
@@ -387,7 +372,11 @@ def test_an_earlier_task_is_summarised_once_a_new_one_is_the_latest():
     assert bot.compaction.kept == (27,) and bot.messages[27] == user("the second task")
     shown = "\n".join(r["messages"][1]["content"] for r in bot.summarizer.requests)
     assert "[user]\nthe task" in shown and "the second task" not in shown
-    assert bot.client.requests[-1]["messages"][1] == user("the second task")
+    sent = bot.client.requests[-1]["messages"]
+    # the notes stand for messages before and after the new task, and come after it: the
+    # system prompt, the task at hand, the notes, the kept messages (what the lesson says)
+    assert sent[1] == user("the second task") and sent[2]["content"].startswith(cb.SUMMARY_HEADER)
+    assert sent[3:] == bot.messages[bot.compaction.end:]
 
 
 def test_too_much_to_summarise_at_once_is_folded_in_several_requests_each_within_budget():
@@ -450,6 +439,30 @@ def test_the_summary_stands_in_for_exactly_the_messages_it_covers():
     sent = cb.compacted(history, compaction)
     assert sent == [history[0], history[1], cb.summary_message("the notes"), *history[6:]]
     assert cb.compacted(history, None) == history
+    later_task = [*history[:6], user("a new task"), *long_history(turns=2)[2:]]
+    sent = cb.compacted(later_task, cb.Compaction("the notes", end=8, kept=(6,)))
+    assert sent == [history[0], user("a new task"), cb.summary_message("the notes"),
+                    *later_task[8:]]  # the task first, then the notes of what came before it
+
+
+def test_the_summaries_go_to_the_summarizer_with_its_own_model_or_else_the_agents():
+    for options, expected in (({}, "main-model"), ({"summary_model": "cheap-model"},
+                                                    "cheap-model")):
+        bot = cb.CompactingAgent(ScriptedClient([reply("ok")] * 5), "main-model", budget=2_000,
+                                 keep_recent=500, summarizer=summarizer(), on_event=None,
+                                 **options)
+        bot.messages = long_history()
+        bot.ask_model(13)
+        assert bot.summarizer.requests, options
+        assert {r["model"] for r in bot.summarizer.requests} == {expected}, options
+        assert {r["model"] for r in bot.client.requests} == {"main-model"}
+    own = cb.CompactingAgent(ScriptedClient([reply("notes")] * 20), "main-model",
+                             budget=2_000, keep_recent=500, summary_model="cheap-model",
+                             on_event=None)  # no summarizer: the agent's own client
+    own.messages = long_history()
+    own.ask_model(13)
+    *summarising, asked = [r["model"] for r in own.client.requests]
+    assert summarising and set(summarising) == {"cheap-model"} and asked == "main-model"
 
 
 # --- the server says the context is too long ------------------------------------------------
@@ -722,7 +735,7 @@ def test_the_meter_counts_every_model_call_summaries_included_and_no_usage_as_ze
     totals = cb.totals(meter.rows, "gpt-4.1-mini")
     assert totals == {"turns": 2, "model_calls": 5, "compactions": 1, "prompt_tokens": 140,
                       "completion_tokens": 14, "cost": tracing.cost("gpt-4.1-mini", 140, 14)}
-    assert cb.paid_by_turn(meter.rows) == [100, 140]
+    assert SHOP.paid_by_turn(meter.rows) == [100, 140]  # the running total the charts draw
     assert cb.totals(meter.rows, "no-such-model")["cost"] is None
 
 
@@ -766,3 +779,97 @@ print(cb.totals(meter.rows, "gpt-4.1-mini")["compactions"] > 0)
     assert done.stdout.split() == ["done", "True", "11", "True"]
     exported = (kit / "context_budget.py").read_text()
     assert "import course" not in exported and "careful_model" not in exported
+    assert "props" not in exported and "note_taker" not in exported
+
+
+# --- what the lesson says, against what the code does today -----------------------------------
+
+
+def lesson_texts() -> dict[str, str]:
+    return {name: path.read_text(encoding="utf-8") for name, path in (
+        ("en", LESSONS / "12-context-budget.md"), ("zh", LESSONS / "zh" / "12-context-budget.md"))}
+
+
+def test_the_figures_the_lesson_states_are_what_the_code_computes(shop_runs):
+    plain, plain_meter, _ = shop_runs["none"]
+    prompts = [row["prompt_tokens"] for row in plain_meter.rows]
+    n, first, last = len(prompts), prompts[0], prompts[-1]
+    formula = n * first + (last - first) / (n - 1) * n * (n - 1) / 2
+    assert [p > 16_000 for p in prompts] == [False] * (n - 6) + [True] * 6  # "the last six"
+    both = shop_runs["both"][0]
+    sent, end = both.request_messages(), both.compaction.end
+    kept_tokens = round(cb.estimate_tokens(both.messages, both.tools), -3)
+    sent_tokens = round(cb.estimate_tokens(sent, both.tools), -2)
+    # (how the English text says it, the figure itself, which the Chinese text has too)
+    figures = [(f"{n}-turn", str(n)), (f"is {first} tokens", str(first)),
+               (f"last {last:,}", f"{last:,}"), (f"{sum(prompts):,} prompt", f"{sum(prompts):,}"),
+               (f"says {formula:,.0f}", f"{formula:,.0f}"),
+               (f"{len(both.messages)} messages, about {kept_tokens:,}", f"{kept_tokens:,}"),
+               (f"{len(sent)} messages, about {sent_tokens:,}", f"{sent_tokens:,}"),
+               (f"2–{end - 1}", f"2–{end - 1}"), (f"{end}–{len(both.messages) - 1}",
+                                                  f"{end}–{len(both.messages) - 1}")]
+    baseline = sum(prompts)
+    for bot, meter, _ in shop_runs.values():  # the table's rows: the same in both languages
+        totals = cb.totals(meter.rows, "scripted-demo")
+        cached = SHOP.cached_cost(meter.rows, SHOP.cached_tokens(bot))
+        row = (f"| {totals['model_calls']} ({totals['compactions']}) | "
+               f"{totals['prompt_tokens']:,} | {totals['prompt_tokens'] / baseline:.0%} | "
+               f"${totals['cost']:.4f} | ${cached:.4f} |")
+        figures.append((row, row))
+    texts = lesson_texts()
+    assert [said for said, _ in figures if said not in texts["en"]] == []
+    assert [figure for _, figure in figures if figure not in texts["zh"]] == []
+
+
+def test_the_cached_costs_say_what_the_lesson_says(shop_runs):
+    cost = {name: SHOP.cached_cost(meter.rows, SHOP.cached_tokens(bot))
+            for name, (bot, meter, _) in shop_runs.items()}
+    assert all(cost[name] <= 0.6 * cost["none"] for name in STRATEGIES)  # "about half"
+    assert min(cost, key=cost.get) == "elision"  # "elision alone is now the cheapest"
+
+
+def test_the_cache_counts_only_an_exact_prefix_of_an_earlier_request_of_1024_tokens_or_more():
+    big = "x" * 6_000
+    history = [SYSTEM, user(big), {"role": "assistant", "content": "a"}]
+    requests = [{"messages": history[:2]}, {"messages": history},
+                {"messages": [SYSTEM, user(big + "!")]}, {"messages": [SYSTEM, user("short")]}]
+    bot = types.SimpleNamespace(client=types.SimpleNamespace(requests=requests))
+    # the second request shares the first one's two messages; the third shares the system
+    # prompt only, the fourth is under 1,024 tokens
+    expected = cb.estimate_tokens(history[:2]) + cb.estimate_tokens([SYSTEM])
+    assert SHOP.cached_tokens(bot) == expected
+
+
+def test_one_name_for_how_many_recent_turns_keep_their_results_whole():
+    assert "elide_after" in inspect.signature(cb.elide_old_results).parameters
+    assert "elide_after" in inspect.signature(cb.CompactingAgent).parameters
+    old_name = "keep" + "_turns"
+    for path in (NOTEBOOK, LESSONS / "12-context-budget.md", LESSONS / "GLOSSARY.md",
+                 LESSONS / "zh" / "12-context-budget.md", LESSONS / "zh" / "GLOSSARY.md",
+                 Path(__file__),
+                 Path(course.ROOT) / "notebooks" / "kit" / "main.py",
+                 Path(course.ROOT) / "notebooks" / "props" / "context_lab.py"):
+        assert old_name not in path.read_text(encoding="utf-8"), path
+
+
+def test_what_the_lesson_says_of_ollama_and_of_where_the_summary_stands():
+    english = lesson_texts()["en"]
+    notebook = NOTEBOOK.read_text(encoding="utf-8")
+    for text in (english, notebook):
+        assert "the system prompt and the task" not in text  # Ollama keeps the system messages
+        assert "where the messages it replaces stood" not in text  # compacted puts it after
+    assert "keeping the system messages and the latest one" in english
+    assert "the system messages and the latest message are kept" in notebook
+    chinese = lesson_texts()["zh"]
+    assert "最先截掉的是系统提示词和任务" not in chinese and "保留系统消息和最新的一条" in chinese
+
+
+def test_the_notebook_shows_a_stub_once_and_gives_every_run_a_folder_of_its_own():
+    cells = course.cells(NOTEBOOK)
+    outputs = json.dumps([c.get("outputs", []) for c in cells])
+    assert "[elided" in outputs and "elided: [elided" not in outputs
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    assert not any("os.chdir(" in source for source in code)  # in_folder, run_task, scratch
+    folders = [name for source in code
+               for name in re.findall(r'make_project\((?:lab|folder) / "([^"]+)"\)', source)]
+    assert folders and len(folders) == len(set(folders)), folders
