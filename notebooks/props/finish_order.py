@@ -47,9 +47,20 @@ def by_path(tool: str, arguments: dict) -> str:
 
 
 def slow(func, seconds: float):
-    """func, waiting `seconds` first: a read from a slow disk or a network drive."""
+    """func, waiting `seconds` first: a read from a slow disk or a network drive. The wrapper's
+    `most_at_once` says how many calls of it were waiting at the same time, at most."""
+    lock, running = threading.Lock(), [0]
+
     @functools.wraps(func)
     def waiting(**arguments):
-        time.sleep(seconds)
-        return func(**arguments)
+        with lock:
+            running[0] += 1
+            waiting.most_at_once = max(waiting.most_at_once, running[0])
+        try:
+            time.sleep(seconds)
+            return func(**arguments)
+        finally:
+            with lock:
+                running[0] -= 1
+    waiting.most_at_once = 0
     return waiting
