@@ -623,6 +623,9 @@ KIT_LESSONS = {"05": "sandbox", "06": "diff_approval", "07": "tracing", "08": "t
                "09": "sessions", "10": "parallel_and_steering", "11": "streaming",
                "12": "context_budget", "13": "evaluation"}
 NOT_COPIED = {"conftest.py"}  # kit/conftest.py keeps the course's pytest out of kit/tests
+# Props a lesson's module comes with in the kit, copied as files of their own (they import no
+# course): lesson 11's scripted model that streams, for main.py's offline --scripted runs.
+KIT_PROPS = {"streaming": ["streaming_model"]}
 
 
 def kit_files() -> tuple[dict[str, str], list[str]]:
@@ -638,6 +641,9 @@ def kit_files() -> tuple[dict[str, str], list[str]]:
         if f"{name}.py" not in files:
             files[f"{name}.py"] = export(exported[name])
             wanted += sorted(_imported(files[f"{name}.py"]) & set(exported))
+            for prop in KIT_PROPS.get(name, []):
+                files[f"{prop}.py"] = (NOTEBOOKS / "props" / f"{prop}.py").read_text(
+                    encoding="utf-8")
     for path in sorted(KIT.rglob("*")):
         name = path.relative_to(KIT).as_posix()
         skipped = [part for part in path.relative_to(KIT).parts  # caches, editors' files

@@ -10,27 +10,38 @@ import parallel_and_steering
 
 
 class ByFile(parallel_and_steering.ParallelAgent):
-    """Writes to different files run together; a call touching a file that the current group
-    already writes, or a write to a file it reads, starts a new group."""
+    """Writes to different files run together. A call starts a new group if it would touch
+    what the current group writes: a write of a file the group reads, writes or lists (a
+    listing of a folder reads every path inside it), a read of a file it writes, a listing of
+    a folder it writes in."""
 
     def groups(self, calls):
-        groups, current, reads, writes = [], None, set(), set()
+        groups, current = [], None
         for call in calls:
             kind, path = self.touches(call)
-            fits = current is not None and kind != "alone" and path not in writes and (
-                kind == "read" or path not in reads)
-            if not fits:
-                current, reads, writes = [], set(), set()
-                groups.append(current)
-            current.append(call)
+            if current is None or kind == "alone" or self.clashes(kind, path, *current[1:]):
+                current = ([], set(), set(), set())  # calls; files read, folders listed, written
+                groups.append(current[0])
+            current[0].append(call)
             if kind == "alone":
                 current = None  # nothing joins it
             else:
-                (reads if kind == "read" else writes).add(path)
+                current[{"read": 1, "list": 2, "write": 3}[kind]].add(path)
         return groups
 
+    @staticmethod
+    def clashes(kind, path, reads, listed, writes) -> bool:
+        def inside(file, folder):
+            return folder == "." or file == folder or file.startswith(folder + "/")
+        if kind == "write":
+            return path in reads or path in writes or any(inside(path, f) for f in listed)
+        if kind == "list":
+            return any(inside(w, path) for w in writes)
+        return path in writes  # a read
+
     def touches(self, call) -> tuple[str, str | None]:
-        """("read" | "write", the file), or ("alone", None) for anything else."""
+        """("read" | "list" | "write", the file or folder), or ("alone", None) for anything
+        else: run_command, a tool nobody declared, arguments that are not a JSON object."""
         function = call.get("function") or {}
         name = function.get("name")
         try:
@@ -42,10 +53,13 @@ class ByFile(parallel_and_steering.ParallelAgent):
         path = arguments.get("path", "." if name == "list_files" else None)
         if not isinstance(path, str):
             return "alone", None
+        path = os.path.normpath(path)
+        if name == "list_files" and name in self.parallel:
+            return "list", path
         if name in self.parallel:
-            return "read", os.path.normpath(path)
+            return "read", path
         if name == "edit_file":
-            return "write", os.path.normpath(path)
+            return "write", path
         return "alone", None
 
 

@@ -4,7 +4,7 @@ checks on them). They use the lesson's own module, streaming."""
 import json
 
 import openai
-from streaming import IncompleteStream, StreamingAgent
+from streaming import IncompleteStream, StreamingAgent, parse_partial
 
 
 def latency(clock):
@@ -33,7 +33,9 @@ class StopStream(Exception):
 
 
 def stop_when(words, error=StopStream):
-    """Exercise 2: stop the run as soon as one part of the reply arriving contains words."""
+    """Exercise 2: stop the run as soon as one part of the reply arriving says words: its text,
+    or what a tool call's arguments say (read with parse_partial, so that JSON's escapes, \"
+    for a quote or \\u00e9 for é, do not hide them)."""
     so_far = {}  # ("content",) or ("tool_call", index) -> the text of that part so far
 
     def on_event(event):
@@ -44,9 +46,23 @@ def stop_when(words, error=StopStream):
         part = ("tool_call", event["index"]) if event["part"] == "tool_call" else \
             (event["part"],)
         so_far[part] = so_far.get(part, "") + event["delta"]
-        if words in so_far[part]:
+        said = [so_far[part]]
+        if part[0] == "tool_call":
+            said += strings(parse_partial(so_far[part]))
+        if any(words in text for text in said):
             raise error(f"stopped while the reply arrived: it began to say {words!r}")
     return on_event
+
+
+def strings(value) -> list[str]:
+    """Every string in a JSON value: keys and values, at any depth."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in [key, *strings(item)]]
+    if isinstance(value, list):
+        return [text for item in value for text in strings(item)]
+    return []
 
 
 NUMBER_GOES_ON = set("0123456789.eE+-")

@@ -33,6 +33,7 @@ import course  # noqa: E402  (makes `import streaming` load lesson 11's export c
 import httpx2  # noqa: E402
 import openai  # noqa: E402
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
+from props import streaming_model  # noqa: E402  (lesson 11's scripted model that streams)
 
 from agent import Agent, reply, tool_call  # noqa: E402
 
@@ -59,13 +60,13 @@ def first_and_whole(make_agent, client) -> tuple[float, float]:
 
 
 def scripted_paced():
-    return streaming.StreamingScriptedClient([reply(ANSWER)], piece=(5, 5), interval=INTERVAL)
+    return streaming_model.StreamingScriptedClient([reply(ANSWER)], piece=(5, 5), interval=INTERVAL)
 
 
 def http_paced():
     """The real SDK; its fake HTTP layer sleeps INTERVAL before each event of a stream, and
     as long as the whole stream before a reply that is not streamed."""
-    scripted = streaming.StreamingScriptedClient([reply(ANSWER)], piece=(5, 5))
+    scripted = streaming_model.StreamingScriptedClient([reply(ANSWER)], piece=(5, 5))
 
     def handle(request):
         body = json.loads(request.content)
@@ -79,7 +80,7 @@ def http_paced():
             for chunk in chunks:
                 if chunk.choices:
                     time.sleep(INTERVAL)
-                yield streaming.server_sent_events([chunk], done=False)
+                yield streaming_model.server_sent_events([chunk], done=False)
             yield b"data: [DONE]\n\n"
         return httpx2.Response(200, headers={"content-type": "text/event-stream"},
                                content=events())
@@ -116,7 +117,7 @@ def timed(function, runs=RUNS) -> float:
 
 
 def http_fast():
-    scripted = streaming.StreamingScriptedClient(BIG_CALL)
+    scripted = streaming_model.StreamingScriptedClient(BIG_CALL)
 
     def handle(request):
         body = json.loads(request.content)
@@ -124,14 +125,14 @@ def http_fast():
         if not body.get("stream"):
             return httpx2.Response(200, json=answer.model_dump(mode="json"))
         return httpx2.Response(200, headers={"content-type": "text/event-stream"},
-                               content=streaming.server_sent_events(list(answer)))
+                               content=streaming_model.server_sent_events(list(answer)))
 
     return openai.OpenAI(api_key="bench", base_url="http://bench.test/v1", max_retries=0,
                          http_client=httpx2.Client(transport=httpx2.MockTransport(handle)))
 
 
 def part_b(folder: Path):
-    chunks = list(streaming.StreamingScriptedClient(BIG_CALL).chat.completions.create(
+    chunks = list(streaming_model.StreamingScriptedClient(BIG_CALL).chat.completions.create(
         model="bench", messages=[{"role": "user", "content": "go"}], stream=True))
     n = len(chunks)
     print(f"\n(b) putting it back together: a {len(BIG):,}-character call in {n:,} chunks")
@@ -159,9 +160,9 @@ def part_b(folder: Path):
 
     for label, agent_class, make in (
             ("agent.Agent, scripted model (no stream)", Agent,
-             lambda: streaming.StreamingScriptedClient(BIG_CALL)),
+             lambda: streaming_model.StreamingScriptedClient(BIG_CALL)),
             ("StreamingAgent, scripted model", streaming.StreamingAgent,
-             lambda: streaming.StreamingScriptedClient(BIG_CALL)),
+             lambda: streaming_model.StreamingScriptedClient(BIG_CALL)),
             ("agent.Agent, real SDK over HTTP (no stream)", Agent, http_fast),
             ("StreamingAgent, real SDK over HTTP", streaming.StreamingAgent, http_fast)):
         seconds = timed(lambda agent_class=agent_class, make=make: run(agent_class, make()))
@@ -182,7 +183,7 @@ def part_c(folder: Path):
         out = io.StringIO()
         out.isatty = lambda: True
         view = streaming.StreamView(out, width=100, every=every)
-        streaming.StreamingAgent(streaming.StreamingScriptedClient(BIG_CALL), "bench",
+        streaming.StreamingAgent(streaming_model.StreamingScriptedClient(BIG_CALL), "bench",
                                  on_event=view).chat("write")
 
     for every in (0, 0.05):  # every=0 takes seconds: once is enough

@@ -65,13 +65,18 @@ def test_build_writes_agent_py_the_lessons_modules_main_and_its_readme_tests_req
     lessons = {f"{name}.py" for name in course.KIT_LESSONS.values()}  # 05 to 13, all written
     kit_files = {"main.py", "README.md", "requirements.txt", ".gitignore", "tests/test_main.py",
                  "examples/hello.json"}  # notebooks/kit/ but its conftest.py
-    assert names == {"agent.py", "guards.py", *lessons, *kit_files}  # guards: text_actions's
+    props = {f"{prop}.py" for props in course.KIT_PROPS.values() for prop in props}
+    assert props == {"streaming_model.py"}  # lesson 11's scripted model, for --scripted runs
+    # guards: text_actions's
+    assert names == {"agent.py", "guards.py", *lessons, *props, *kit_files}
     for name in kit_files:
         assert (kit / name).read_text() == (course.KIT / name).read_text(), name
     assert (kit / "agent.py").read_text() == (ROOT / "agent.py").read_text()
     for module in lessons | {"guards.py"}:
         path = exported[module.removesuffix(".py")]
         assert (kit / module).read_text() == course.export(path), module  # export's, exactly
+    for prop in props:  # copied as they are: they import no course
+        assert (kit / prop).read_text() == (course.NOTEBOOKS / "props" / prop).read_text()
     assert oct((kit / "main.py").stat().st_mode & 0o777) == oct(0o666 & ~umask())
 
 

@@ -804,6 +804,35 @@ def test_abort_between_turns_stops_before_the_next_model_call():
     assert probes.ran == ["call_1"] and len(bot.client.requests) == 1
 
 
+def test_an_abort_that_returns_true_stops_the_run_as_aborted_and_one_too_late_returns_false():
+    """abort() says whether it stopped the run. Pressed as the final answer's turn ends, it
+    does, and the run says aborted; pressed once the stop reason is decided (an agent_end
+    handler, after done or after an error), it is too late: it returns False, and the run,
+    its event and the next run all say what really happened."""
+    said = []
+
+    def press(at):
+        def handler(event):
+            if event["type"] == at:
+                said.append((bot.abort(), event.get("stop_reason")))
+        return handler
+
+    bot, _ = make(ps.SteerableAgent, [reply("fine"), reply("fine again")],
+                  on_event=press("turn_end"))
+    assert bot.chat("go") == "fine"
+    assert said == [(True, None)] and bot.stop_reason == "aborted"
+    for script, reason in [([reply("fine")], "done"), ([], "error")]:
+        said.clear()
+        bot, _ = make(ps.SteerableAgent, script, on_event=press("agent_end"))
+        try:
+            bot.chat("go")
+        except agent.ScriptExhausted:  # a script that ran out: the run ends in an error
+            pass
+        assert said == [(False, reason)] and bot.stop_reason == reason
+        bot.client, bot.on_event = ScriptedClient([reply("next")]), lambda event: None
+        assert bot.chat("again") == "next" and bot.stop_reason == "done"
+
+
 def test_an_aborted_agent_chats_again_and_a_later_run_is_not_aborted():
     def handler(event):
         if event["type"] == "tool_execution_start":
@@ -892,3 +921,39 @@ def test_the_exported_module_runs_beside_agent_py_and_sandbox_py(tmp_path):
                           text=True, timeout=60, env={"PATH": os.environ.get("PATH", "")})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "and that done 8"
+
+
+# --- the exercises' checks catch the naive answer -----------------------------------------------
+
+
+def test_check_10_1_refuses_a_grouping_that_lists_a_folder_beside_a_write_in_it():
+    """The naive ByFile keys every call by its path alone, so list_files(".") and a write of
+    new.txt share a group, and the listing may or may not show new.txt."""
+    class ByPathOnly(ps.ParallelAgent):
+        def groups(self, calls):
+            groups, current, reads, writes = [], None, set(), set()
+            for call in calls:
+                name = call["function"]["name"]
+                try:
+                    arguments = json.loads(call["function"]["arguments"])
+                except ValueError:
+                    arguments = None
+                path = arguments.get("path", ".") if isinstance(arguments, dict) else None
+                kind = "read" if name in self.parallel else "write" if name == "edit_file" \
+                    else None
+                path = os.path.normpath(path) if kind and isinstance(path, str) else None
+                if current is None or path is None or path in writes or (
+                        kind == "write" and path in reads):
+                    current, reads, writes = [], set(), set()
+                    groups.append(current)
+                current.append(call)
+                if path is None:
+                    current = None
+                else:
+                    (reads if kind == "read" else writes).add(path)
+            return groups
+
+    report = course.check("10.1", ByPathOnly)
+    failed = [what for ok, what, _ in report.results if not ok]
+    assert failed == ["a listing of a folder never shares a group with a write inside it"], \
+        repr(report)

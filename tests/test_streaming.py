@@ -2,6 +2,8 @@
 "export"), so there is one definition, not a copy: the scripted model that streams, the
 accumulator, StreamingAgent, parse_partial and StreamView."""
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +16,11 @@ import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
 from props.clock import FakeClock
+from props.streaming_model import (  # a prop: it streams offline
+    SERVER_STYLES,
+    StreamingScriptedClient,
+    awkward_places,
+)
 from test_loop import assert_history_valid
 
 import agent
@@ -21,7 +28,7 @@ from agent import Agent, ScriptedClient, reply, step, tool_call
 
 nb = course.load_notebook("11-streaming")
 ROOT = Path(__file__).resolve().parent.parent
-STYLES = list(nb.SERVER_STYLES)
+STYLES = list(SERVER_STYLES)
 
 NOTE = '# Notes\n\nSay "hi" \\ to 你好\n'
 CORPUS = {
@@ -69,7 +76,7 @@ def without_streaming(script, folder):
 def streamed(script, folder, **client_options):
     clean(folder)
     events = []
-    bot = nb.StreamingAgent(nb.StreamingScriptedClient(script, **client_options), "scripted",
+    bot = nb.StreamingAgent(StreamingScriptedClient(script, **client_options), "scripted",
                             on_event=events.append)
     bot.chat("go")
     return bot, events
@@ -84,7 +91,7 @@ def shape(events):
 
 
 def chunks_of(script, **options):
-    client = nb.StreamingScriptedClient(script, **options)
+    client = StreamingScriptedClient(script, **options)
     return list(client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "go"}], stream=True,
         stream_options={"include_usage": True}))
@@ -119,7 +126,7 @@ def test_stream_options_can_be_left_out_for_a_server_that_refuses_them(workdir):
         stream_options = None
 
     events = []
-    bot = Plainer(nb.StreamingScriptedClient(CORPUS["text only"]), "m", on_event=events.append)
+    bot = Plainer(StreamingScriptedClient(CORPUS["text only"]), "m", on_event=events.append)
     bot.chat("go")
     assert "stream_options" not in bot.client.requests[0]
     assert bot.client.requests[0]["stream"] is True
@@ -172,7 +179,7 @@ def test_message_update_events_go_through_agent_emit():
             super().emit(event_type, **data)
 
     seen = []
-    Watched(nb.StreamingScriptedClient([reply("a few words")]), "m", on_event=seen.append) \
+    Watched(StreamingScriptedClient([reply("a few words")]), "m", on_event=seen.append) \
         .chat("go")
     assert "message_update" in emitted and emitted == [e["type"] for e in seen]
 
@@ -180,7 +187,7 @@ def test_message_update_events_go_through_agent_emit():
 def test_first_delta_and_duration_are_measured_on_the_agents_clock():
     clock = FakeClock(0.0)
     events = []
-    client = nb.StreamingScriptedClient([reply("x" * 95)], piece=(5, 5), interval=0.05,
+    client = StreamingScriptedClient([reply("x" * 95)], piece=(5, 5), interval=0.05,
                                         sleep=clock.advance)
     nb.StreamingAgent(client, "m", on_event=events.append, clock=clock).chat("go")
     [end] = [e for e in events if e["type"] == "message_end" and e["message"]["role"] ==
@@ -191,7 +198,7 @@ def test_first_delta_and_duration_are_measured_on_the_agents_clock():
 
 def test_a_reply_not_streamed_waits_as_long_as_its_stream_would_take():
     clock = FakeClock(0.0)
-    client = nb.StreamingScriptedClient([reply("x" * 95)], piece=(5, 5), interval=0.05,
+    client = StreamingScriptedClient([reply("x" * 95)], piece=(5, 5), interval=0.05,
                                         sleep=clock.advance)
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}])
     assert clock() == pytest.approx(1.0)
@@ -221,13 +228,13 @@ def test_every_awkward_kind_of_cut_is_made_where_the_arguments_have_one():
             for pieces in texts.values():
                 whole = "".join(pieces)
                 ends = {sum(map(len, pieces[:n + 1])) for n in range(len(pieces))}
-                for kind, places in nb.awkward_places(whole).items():
+                for kind, places in awkward_places(whole).items():
                     assert ends & set(places) or not places, (name, seed, kind, pieces)
 
 
 def test_awkward_places_finds_strings_escapes_and_keys_before_their_colon():
     text = '{"ab": "c\\nd", "e" : "\\u00e9"}'
-    places = nb.awkward_places(text)
+    places = awkward_places(text)
     assert text[:places["between a key and its colon"][0]] == '{"ab"'
     assert text[:places["between a key and its colon"][1]] == '{"ab": "c\\nd", "e"'
     assert {text[:at][-1] for at in places["inside an escape"]} == {"\\", "0"}
@@ -264,7 +271,7 @@ def test_each_server_style_sends_what_its_description_says(server):
 
 
 def test_the_strict_pairing_check_still_applies_to_every_streamed_request():
-    client = nb.StreamingScriptedClient([reply("never sent")])
+    client = StreamingScriptedClient([reply("never sent")])
     open_call = [{"role": "user", "content": "x"},
                  {"role": "assistant", "content": "", "tool_calls": [
                      {"id": "c1", "type": "function",
@@ -276,14 +283,14 @@ def test_the_strict_pairing_check_still_applies_to_every_streamed_request():
 
 
 def test_a_script_that_runs_out_says_so_when_streaming_too():
-    client = nb.StreamingScriptedClient([])
+    client = StreamingScriptedClient([])
     with pytest.raises(agent.ScriptExhausted):
         client.chat.completions.create(model="m", messages=[], stream=True)
 
 
 def test_an_unknown_server_style_is_a_clear_error():
     with pytest.raises(ValueError, match="server must be one of openai, repeats"):
-        nb.StreamingScriptedClient([], server="vllm")
+        StreamingScriptedClient([], server="vllm")
 
 
 # --- the accumulator ---------------------------------------------------------------------------
@@ -438,7 +445,7 @@ def test_a_dropped_stream_is_an_error_no_call_runs_and_the_history_stays_valid(w
     script = [tool_call("edit_file", path="x.md", old_str="", new_str="x" * 40), reply("ok"),
               reply("back")]
     events = []
-    client = nb.StreamingScriptedClient(script, drop={1: 6})
+    client = StreamingScriptedClient(script, drop={1: 6})
     bot = nb.StreamingAgent(client, "m", on_event=events.append)
     with pytest.raises(nb.IncompleteStream, match="6 chunks .*1 tool call begun"):
         bot.chat("write")
@@ -454,7 +461,7 @@ def test_a_dropped_stream_is_an_error_no_call_runs_and_the_history_stays_valid(w
 def test_finish_reason_length_in_the_middle_of_the_arguments_runs_no_call(workdir):
     cut = '{"path": "x.md", "old_str": "", "new_str": "# Half a fi'
     events = []
-    bot = nb.StreamingAgent(nb.StreamingScriptedClient(
+    bot = nb.StreamingAgent(StreamingScriptedClient(
         [step(tool_call("edit_file", raw_arguments=cut), finish_reason="length"), reply("ok")]),
         "m", on_event=events.append)
     bot.chat("write")
@@ -472,7 +479,7 @@ def test_the_stream_is_closed_when_a_handler_raises(workdir):
         if event["type"] == "message_update" and event["delta"] == "e":
             raise Enough
 
-    client = nb.StreamingScriptedClient([reply("one two three four five six seven")],
+    client = StreamingScriptedClient([reply("one two three four five six seven")],
                                         piece=(1, 1))
     streams = []
     create = client.chat.completions.create
@@ -487,11 +494,11 @@ def test_the_stream_is_closed_when_a_handler_raises(workdir):
 
 def test_an_error_from_the_connection_mid_stream_leaves_the_history_valid(workdir):
     def breaking_stream(**request):
-        yield from list(nb.StreamingScriptedClient([reply("never whole")]).chat.completions
+        yield from list(StreamingScriptedClient([reply("never whole")]).chat.completions
                         .create(**request))[:2]
         raise openai.APIConnectionError(request=httpx2.Request("POST", "http://x/v1"))
 
-    client = nb.StreamingScriptedClient([reply("ok")])
+    client = StreamingScriptedClient([reply("ok")])
     bot = nb.StreamingAgent(client, "m", on_event=None)
     bot.client = type("Client", (), {})()
     bot.client.chat = type("Chat", (), {})()
@@ -510,7 +517,7 @@ def test_lesson_07s_tracer_records_a_streamed_run_whole_and_it_replays(workdir):
     tracing = course.load_notebook("07-tracing")
     tracer = tracing.Tracer(workdir.parent / "traces", clock=FakeClock())
     script = CORPUS["parallel calls"]
-    bot = nb.StreamingAgent(nb.StreamingScriptedClient(script), "m", on_event=tracer)
+    bot = nb.StreamingAgent(StreamingScriptedClient(script), "m", on_event=tracer)
     bot.chat("go")
     records = tracing.load_trace(tracer.paths[0])
     assert tracing.trace_problems(records) == []
@@ -518,6 +525,48 @@ def test_lesson_07s_tracer_records_a_streamed_run_whole_and_it_replays(workdir):
     clean(workdir)
     replayed = tracing.replay(records)
     assert tracing.history_differences(records, replayed.messages) == []
+
+
+# --- half an emoji in each of two chunks ------------------------------------------------------
+
+EMOJI = [step(tool_call("edit_file", path="smile.md", old_str="", new_str="😀 hi 👋 ok\n"),
+              content="A 😀 for you, and a 👋.", reasoning_content="Smile 😀 first."),
+         reply("Done 😀👋.")]
+HALF = re.compile("[\ud800-\udfff]")  # one half of a surrogate pair, on its own
+
+
+def test_an_emoji_cut_between_its_two_halves_is_joined_before_anything_uses_it(workdir):
+    """A server that counts UTF-16 units may send the two halves of an emoji (a surrogate
+    pair) in two chunks. Joined piece by piece, they would stay two lone halves, which
+    assistant_message turns into "?": the accumulator joins them first."""
+    plain = Agent(ScriptedClient(EMOJI), "m", on_event=None)
+    plain.chat("go")
+    split = set()
+    for seed in range(6):
+        clean(workdir)
+        seen = []
+        client = StreamingScriptedClient(EMOJI, seed=seed, piece=(1, 3), utf16=True)
+        bot = nb.StreamingAgent(client, "m", on_event=seen.append)
+        bot.chat("go")
+        for chunk in client.streams[1]:
+            for key, value in (chunk.choices[0].delta.model_dump(exclude_none=True).items()
+                               if chunk.choices else []):
+                if HALF.search(json.dumps(value, ensure_ascii=False)):
+                    split.add("tool_calls" if key == "tool_calls" else "text")
+        assert bot.messages == plain.messages, seed
+        assert (workdir / "smile.md").read_text(encoding="utf-8") == "😀 hi 👋 ok\n"
+        pieces = [e["delta"] for e in seen if e["type"] == "message_update"]
+        assert not [p for p in pieces if HALF.search(p)], "an event carried half a character"
+    assert split == {"text", "tool_calls"}  # the server did cut emoji in half, both kinds
+
+
+def test_a_lone_half_at_the_end_of_a_reply_is_kept_as_the_reply_not_streamed_keeps_it():
+    together = nb.Accumulator()
+    chunks = list(StreamingScriptedClient([reply("x \ud83d")], piece=(1, 1)).chat.completions
+                  .create(model="m", messages=[{"role": "user", "content": "go"}], stream=True))
+    pieces = [u["delta"] for chunk in chunks for u in together.add(chunk)]
+    assert "".join(pieces) == "x \ud83d"  # announced too, once the reply has finished
+    assert agent.assistant_message(together.message())["content"] == "x ?"  # as not streamed
 
 
 # --- the module a builder takes away ----------------------------------------------------------
@@ -528,11 +577,13 @@ def test_the_exported_module_runs_beside_a_copy_of_agent_py(tmp_path, capsys):
     kit.mkdir()
     assert course.main(["export", "11-streaming", "-o", str(kit / "streaming.py")]) == 0
     shutil.copy(ROOT / "agent.py", kit / "agent.py")
+    shutil.copy(ROOT / "notebooks" / "props" / "streaming_model.py", kit / "streaming_model.py")
     program = (
-        "import io, streaming\n"
+        "import io, streaming, streaming_model\n"
         "from agent import reply, tool_call\n"
         "out = io.StringIO()\n"
-        "client = streaming.StreamingScriptedClient([tool_call('list_files'), reply('Done.')])\n"
+        "client = streaming_model.StreamingScriptedClient([tool_call('list_files'),"
+        " reply('Done.')])\n"
         "bot = streaming.StreamingAgent(client, 'm', on_event=streaming.StreamView(out))\n"
         "print(bot.chat('look'))\n"
         "print(out.getvalue().splitlines()[-1])\n")
@@ -542,4 +593,46 @@ def test_the_exported_module_runs_beside_a_copy_of_agent_py(tmp_path, capsys):
                          text=True, timeout=60, env={"PYTHONPATH": str(kit), "PATH": ""})
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == ["Done.", "agent:       Done."]
-    assert "import course" not in (kit / "streaming.py").read_text(encoding="utf-8")
+    for name in ("streaming.py", "streaming_model.py"):
+        assert "import course" not in (kit / name).read_text(encoding="utf-8")
+
+
+# --- the exercises' checks catch the naive answers ----------------------------------------------
+
+
+def test_check_11_2_catches_words_that_the_arguments_json_escapes():
+    """Looking in the JSON text of the arguments misses rm -rf "/" (it arrives as rm -rf
+    \\"/\\"); decoding the arguments only once they are whole JSON stops too late."""
+    class StopStream(Exception):
+        pass
+
+    def stop_when(decode):
+        def make(words, error=StopStream):
+            so_far = {}
+
+            def on_event(event):
+                if event["type"] == "message_start":
+                    so_far.clear()
+                if event["type"] == "message_update":
+                    part = (event["part"], event.get("index"))
+                    so_far[part] = so_far.get(part, "") + event["delta"]
+                    if any(words in said for said in [so_far[part], *decode(so_far[part])]):
+                        raise error(words)
+            return on_event
+        return make
+
+    def values_once_whole(text):  # the arguments decoded, but only once they are whole JSON
+        try:
+            values = json.loads(text)
+        except ValueError:
+            return []
+        return [v for v in values.values() if isinstance(v, str)] if isinstance(values, dict) \
+            else []
+
+    in_the_text = stop_when(lambda text: [])
+    when_whole = stop_when(values_once_whole)
+    for naive in (in_the_text, when_whole):
+        report = course.check("11.2", naive, StopStream)
+        failed = [what for ok, what, _ in report.results if not ok]
+        assert failed == ["a tool call's arguments are read as the tool gets them: JSON's "
+                          "escapes do not hide the words"], (naive.__name__, repr(report))

@@ -7,8 +7,11 @@ import random
 import re
 
 import course
+import httpx2
+import openai
 import pytest
 from props.clock import FakeClock
+from props.streaming_model import StreamingScriptedClient  # a prop: it streams offline
 
 import agent
 from agent import Agent, reply, step, tool_call
@@ -153,8 +156,8 @@ def in_tmp(tmp_path, monkeypatch):
 
 def run(view, script=SCRIPT, agent_class=None, **client):
     agent_class = agent_class or nb.StreamingAgent
-    make = nb.StreamingScriptedClient if agent_class is not Agent else agent.ScriptedClient
-    bot = agent_class(make(script, **client) if make is nb.StreamingScriptedClient
+    make = StreamingScriptedClient if agent_class is not Agent else agent.ScriptedClient
+    bot = agent_class(make(script, **client) if make is StreamingScriptedClient
                       else make(script), "scripted", on_event=view)
     bot.chat("Write n.py, then read it.")
     return bot
@@ -292,12 +295,40 @@ def test_a_reply_cut_off_by_length_is_marked_and_its_calls_not_run():
 
 def test_stops_and_empty_replies_are_shown():
     view = nb.StreamView(io.StringIO())
-    bot = nb.StreamingAgent(nb.StreamingScriptedClient([tool_call("list_files")] * 3),
+    bot = nb.StreamingAgent(StreamingScriptedClient([tool_call("list_files")] * 3),
                             "m", on_event=view, max_turns=2)
     bot.chat("loop")
     assert view.screen().splitlines()[-1] == "stopped:     max_turns"
     run(view, [reply("")])
     assert view.screen().splitlines()[-1] == "agent:       (an empty reply)"
+
+
+def test_half_an_emoji_in_each_of_two_pieces_shows_as_the_emoji():
+    view = nb.StreamView(io.StringIO(), width=80)
+    view({"type": "message_start", "role": "assistant"})
+    for piece in ["A \ud83d", "\ude00 for you"]:
+        view({"type": "message_update", "part": "content", "delta": piece})
+    for piece in ['{"new_str": "\ud83d', '\udc4b"']:  # and in a call's arguments
+        view({"type": "message_update", "part": "tool_call", "index": 0, "tool_call_id": "c",
+              "name": "edit_file", "delta": piece})
+    assert view.screen().splitlines() == ["agent:       A 😀 for you",
+                                          f"tool call:   edit_file(new_str=\"👋\"{nb.CURSOR}"]
+
+
+def test_a_request_that_fails_before_any_data_shows_no_reply_only_the_error():
+    """A 500 after the SDK's retries: no reply began, so there is no reply to show as cut
+    off, only the error line saying what happened."""
+    def fails(messages):
+        request = httpx2.Request("POST", "http://x/v1/chat/completions")
+        raise openai.InternalServerError("Error code: 500", body=None,
+                                         response=httpx2.Response(500, request=request))
+
+    view = nb.StreamView(io.StringIO(), width=100)
+    with pytest.raises(openai.InternalServerError):
+        run(view, [fails])
+    assert view.screen().splitlines() == [
+        "user:        Write n.py, then read it.",
+        "stopped:     error: InternalServerError: Error code: 500"]
 
 
 def test_it_knows_where_it_is(monkeypatch):

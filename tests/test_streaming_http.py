@@ -11,6 +11,10 @@ import course
 import httpx2
 import openai
 import pytest
+from props.streaming_model import (  # a prop: it streams offline
+    SERVER_STYLES,
+    StreamingScriptedClient,
+)
 from test_loop import assert_history_valid
 
 from agent import Agent, ScriptedClient, reply, step, tool_call
@@ -34,8 +38,8 @@ class SSEServer:
     """Answers POST /v1/chat/completions from a StreamingScriptedClient; keeps every body."""
 
     def __init__(self, scripted, *, seed=0, crlf=False, space=True, keep_alive=True,
-                 done=True, reads=(1, 40), chunk_json=None, breaks_after=None):
-        self.scripted, self.bodies = scripted, []
+                 done=True, reads=(1, 40), chunk_json=None, breaks_after=None, ascii=False):
+        self.scripted, self.bodies, self.ascii = scripted, [], ascii  # ascii: \u escapes only
         self.rng = random.Random(seed)
         self.crlf, self.space, self.keep_alive, self.done = crlf, space, keep_alive, done
         self.reads, self.chunk_json, self.breaks_after = reads, chunk_json, breaks_after
@@ -58,13 +62,13 @@ class SSEServer:
         end = "\r\n" if self.crlf else "\n"
         lines = []
         for chunk in chunks:
-            data = json.loads(chunk.model_dump_json(exclude_unset=True))
+            data = chunk.model_dump(mode="json", exclude_unset=True)
             if self.chunk_json:
                 data = self.chunk_json(data)
             if self.keep_alive and self.rng.random() < 0.3:
                 lines.append(f": keep-alive{end}{end}")
             lines.append(f"data:{' ' if self.space else ''}"
-                         f"{json.dumps(data, ensure_ascii=False)}{end}{end}")
+                         f"{json.dumps(data, ensure_ascii=self.ascii)}{end}{end}")
         if self.done:
             lines.append(f"data: [DONE]{end}{end}")
         return "".join(lines).encode("utf-8")
@@ -109,8 +113,9 @@ def plain_history(script, folder):
 
 
 def over_http(script, **server_options):
-    server = SSEServer(nb.StreamingScriptedClient(script, seed=server_options.pop("cuts", 0),
-                                                  server=server_options.pop("style", "openai")),
+    server = SSEServer(StreamingScriptedClient(script, seed=server_options.pop("cuts", 0),
+                                               server=server_options.pop("style", "openai"),
+                                               utf16=server_options.pop("utf16", False)),
                        **server_options)
     events = []
     bot = nb.StreamingAgent(server.client(), "scripted", on_event=events.append)
@@ -121,7 +126,7 @@ def over_http(script, **server_options):
 def test_the_real_sdk_reading_server_sent_events_gives_the_history_not_streamed(name, in_tmp):
     expected = plain_history(SCRIPTS[name], in_tmp)
     for seed in range(3):
-        for style in nb.SERVER_STYLES:
+        for style in SERVER_STYLES:
             for path in in_tmp.iterdir():
                 path.unlink()
             bot, server, _ = over_http(SCRIPTS[name], seed=seed, cuts=seed, style=style)
@@ -129,6 +134,22 @@ def test_the_real_sdk_reading_server_sent_events_gives_the_history_not_streamed(
             assert bot.messages == expected, (seed, style)
             assert all(b["stream"] is True and b["stream_options"] == {"include_usage": True}
                        for b in server.bodies)
+
+
+def test_half_an_emoji_in_each_of_two_events_is_one_character_again(in_tmp):
+    """A server that escapes non-ASCII and cuts text by UTF-16 units sends an emoji as
+    "\\ud83d" in one event and "\\ude00" in the next; the SDK decodes each event on its own.
+    The pieces are joined before they are used: the history is the one not streamed."""
+    script = [step(tool_call("edit_file", path="smile.md", old_str="", new_str="😀 hi 👋\n"),
+                   content="A 😀 for you."), reply("Done 😀👋.")]
+    expected = plain_history(script, in_tmp)
+    for seed in range(4):
+        for path in in_tmp.iterdir():
+            path.unlink()
+        bot, server, _ = over_http(script, seed=seed, cuts=seed, utf16=True, ascii=True)
+        bot.chat("go")
+        assert bot.messages == expected, seed
+        assert (in_tmp / "smile.md").read_text(encoding="utf-8") == "😀 hi 👋\n"
 
 
 @pytest.mark.parametrize("variant", [{"crlf": True}, {"space": False}, {"keep_alive": False},
@@ -168,7 +189,7 @@ def test_tool_call_deltas_without_an_index_as_old_ollama_sent_them(in_tmp):
 def test_a_stream_that_ends_without_finishing_is_an_error_and_the_agent_goes_on(in_tmp):
     script = [tool_call("edit_file", path="x.md", old_str="", new_str="a long text " * 5),
               reply("ok")]
-    scripted = nb.StreamingScriptedClient(script, drop={1: 8})
+    scripted = StreamingScriptedClient(script, drop={1: 8})
     server = SSEServer(scripted, done=False)
     events = []
     bot = nb.StreamingAgent(server.client(), "scripted", on_event=events.append)
@@ -186,7 +207,7 @@ def test_a_stream_that_ends_without_finishing_is_an_error_and_the_agent_goes_on(
 
 def test_a_connection_that_breaks_mid_stream_leaves_the_history_valid(in_tmp):
     script = [tool_call("edit_file", path="x.md", old_str="", new_str="x" * 200)]
-    server = SSEServer(nb.StreamingScriptedClient(script), breaks_after=4)
+    server = SSEServer(StreamingScriptedClient(script), breaks_after=4)
     bot = nb.StreamingAgent(server.client(), "scripted", on_event=None)
     with pytest.raises(openai.APIConnectionError):
         bot.chat("write")
@@ -212,7 +233,7 @@ def test_an_error_event_in_the_stream_is_raised_by_the_sdk(in_tmp):
 
 
 def test_a_server_that_does_not_stream_is_told_apart_from_a_reply(in_tmp):
-    scripted = nb.StreamingScriptedClient([reply("whole")])
+    scripted = StreamingScriptedClient([reply("whole")])
 
     def handler(request):  # ignores "stream": true and sends one JSON body
         body = json.loads(request.content)
@@ -227,7 +248,7 @@ def test_a_server_that_does_not_stream_is_told_apart_from_a_reply(in_tmp):
 
 
 def test_a_strict_servers_400_comes_through_the_sdk_as_bad_request(in_tmp):
-    server = SSEServer(nb.StreamingScriptedClient([reply("never")]))
+    server = SSEServer(StreamingScriptedClient([reply("never")]))
     unanswered = [{"role": "assistant", "content": "", "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]
     with pytest.raises(openai.BadRequestError, match="no answer for"):

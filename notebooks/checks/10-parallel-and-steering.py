@@ -55,6 +55,14 @@ def _(t, ByFile):
     with t.case("reads of one file share a group, and a write to another file joins them"):
         found = grouped(read("a.txt"), read("a.txt"), edit("b.txt"), read("c.txt"))
         assert found == [[1, 2, 3, 4]], f"the groups were {found}"
+    with t.case("a listing of a folder never shares a group with a write inside it"):
+        found = grouped(("list_files", {"path": "."}), edit("new.txt"))
+        assert found == [[1], [2]], \
+            f"list_files('.') and a write of new.txt gave {found}: the listing may miss new.txt"
+        found = grouped(edit("docs/new.txt"), ("list_files", {"path": "docs"}))
+        assert found == [[1], [2]], f"a write of docs/new.txt, then list docs, gave {found}"
+        found = grouped(("list_files", {}), edit("a.txt"))
+        assert found == [[1], [2]], f"list_files() (the folder '.') and a write gave {found}"
     with t.case("run_command and a tool nobody declared stay alone"):
         found = grouped(edit("a.txt"), ("run_command", {"command": "make"}), edit("b.txt"))
         assert found == [[1], [2], [3]], f"write, run_command, write gave {found}"

@@ -7,6 +7,7 @@ import course
 import httpx2
 import openai
 import streaming
+from props import streaming_model  # the scripted model that streams
 from props.clock import FakeClock
 
 import agent
@@ -15,7 +16,7 @@ from agent import Agent, reply, tool_call
 
 def paced(script, clock, **options):
     """A scripted model that streams one chunk every 50 ms of the fake clock."""
-    return streaming.StreamingScriptedClient(script, interval=0.05, sleep=clock.advance,
+    return streaming_model.StreamingScriptedClient(script, interval=0.05, sleep=clock.advance,
                                              **options)
 
 
@@ -77,7 +78,7 @@ def _(t, latency):
 def _(t, stop_when, StopStream):
     def run(script, words, piece=(1, 2)):
         """Run the script with stop_when(words); return (agent, client, events, raised)."""
-        client = streaming.StreamingScriptedClient(script, piece=piece)
+        client = streaming_model.StreamingScriptedClient(script, piece=piece)
         events = []
         bot = streaming.StreamingAgent(client, "scripted",
                                        on_event=agent.fan_out(stop_when(words, StopStream),
@@ -113,6 +114,24 @@ def _(t, stop_when, StopStream):
             assert not started, "the tool ran"
             assert agent.pairing_problem(bot.messages) is None
 
+    with t.case("a tool call's arguments are read as the tool gets them: JSON's escapes do not "
+                "hide the words"):
+        with course.scratch("11.2-escaped"):
+            command = 'rm -rf "/" && echo ' + "and more " * 30  # a quote arrives as \"
+            call = tool_call("edit_file", path="go.sh", old_str="", new_str=command)
+            bot, client, events, raised = run([call, reply("Done.")], 'rm -rf "/"')
+            assert raised is not None, \
+                'the arguments said rm -rf "/" (in JSON: rm -rf \\"/\\"), and the run went on'
+            assert client.delivered[1] < len(client.streams[1]) // 2, \
+                "the call's arguments were read to their end first: stop as soon as what they " \
+                "say so far holds the words"
+            assert not [e for e in events if e["type"] == "tool_execution_start"], "the tool ran"
+            escaped = tool_call("edit_file", raw_arguments='{"path": "caf\\u00e9.txt", '
+                                '"old_str": "", "new_str": "x"}')  # é as a \u escape
+            _, _, _, raised = run([escaped, reply("Done.")], "café")
+            assert raised is not None, \
+                'the path was café.txt (in JSON: "caf\\u00e9.txt"), and the run went on'
+
     with t.case("a reply without the words runs to the end"):
         bot, _, _, raised = run([tool_call("list_files", path="."), reply("Nothing to drop.")],
                                 "DROP TABLE")
@@ -121,7 +140,7 @@ def _(t, stop_when, StopStream):
 
     with t.case("each reply is looked at on its own: the words split over two replies do not "
                 "stop the run"):
-        client = streaming.StreamingScriptedClient([reply("I will not DROP"),
+        client = streaming_model.StreamingScriptedClient([reply("I will not DROP"),
                                                     reply(" TABLE anything.")], piece=(1, 2))
         bot = streaming.StreamingAgent(client, "scripted",
                                        on_event=stop_when("DROP TABLE", StopStream))
@@ -220,7 +239,7 @@ def _(t, RetryingAgent):
     with t.case("a stream dropped once is asked again, with the same request, and the run "
                 "goes on"):
         events = []
-        client = streaming.StreamingScriptedClient(retried, drop={1: 3})
+        client = streaming_model.StreamingScriptedClient(retried, drop={1: 3})
         bot = RetryingAgent(client, "scripted", on_event=events.append)
         answer = bot.chat("look")
         assert answer == "Nothing here.", f"the run ended with {answer!r}"
@@ -229,10 +248,10 @@ def _(t, RetryingAgent):
 
     with t.case("the history is the one an undisturbed run builds, and the tool ran once"):
         events = []
-        bot = RetryingAgent(streaming.StreamingScriptedClient(retried, drop={1: 3}),
+        bot = RetryingAgent(streaming_model.StreamingScriptedClient(retried, drop={1: 3}),
                             "scripted", on_event=events.append)
         bot.chat("look")
-        calm = streaming.StreamingAgent(streaming.StreamingScriptedClient(script), "scripted",
+        calm = streaming.StreamingAgent(streaming_model.StreamingScriptedClient(script), "scripted",
                                         on_event=None)
         calm.chat("look")
         assert normalised(bot.messages) == normalised(calm.messages), "the histories differ"
@@ -240,7 +259,7 @@ def _(t, RetryingAgent):
         assert len(started) == 1, f"the tool ran {len(started)} times"
 
     with t.case("dropped twice in a row: IncompleteStream goes up, the history stays valid"):
-        client = streaming.StreamingScriptedClient(retried, drop={1: 3, 2: 3})
+        client = streaming_model.StreamingScriptedClient(retried, drop={1: 3, 2: 3})
         bot = RetryingAgent(client, "scripted", on_event=None)
         try:
             bot.chat("look")
@@ -252,14 +271,14 @@ def _(t, RetryingAgent):
 
     with t.case("a connection that fails (openai.APIConnectionError) is retried too"):
         failure = openai.APIConnectionError(request=httpx2.Request("POST", "http://x/v1"))
-        client = streaming.StreamingScriptedClient([raising(failure), reply("Back again.")])
+        client = streaming_model.StreamingScriptedClient([raising(failure), reply("Back again.")])
         bot = RetryingAgent(client, "scripted", on_event=None)
         assert bot.chat("hello") == "Back again.", "the failed call was not asked again"
 
     with t.case("any other error is not retried: a 400 goes up at once"):
         response = httpx2.Response(400, request=httpx2.Request("POST", "http://x"))
         refused = openai.BadRequestError("bad request", response=response, body=None)
-        client = streaming.StreamingScriptedClient([raising(refused), reply("no")])
+        client = streaming_model.StreamingScriptedClient([raising(refused), reply("no")])
         bot = RetryingAgent(client, "scripted", on_event=None)
         try:
             bot.chat("hello")
@@ -272,5 +291,5 @@ def _(t, RetryingAgent):
         class Twice(RetryingAgent):
             retries = 2
 
-        client = streaming.StreamingScriptedClient([call, *retried], drop={1: 3, 2: 3})
+        client = streaming_model.StreamingScriptedClient([call, *retried], drop={1: 3, 2: 3})
         assert Twice(client, "scripted", on_event=None).chat("look") == "Nothing here."

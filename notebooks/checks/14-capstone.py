@@ -99,13 +99,14 @@ def _(t, streaming_capstone):
     import evaluation
     import sessions
     import streaming
+    from props import streaming_model  # lesson 11's scripted model that streams
 
     with t.case("it is a CapstoneAgent and a StreamingAgent"):
         assert issubclass(streaming_capstone, capstone.CapstoneAgent), "not a CapstoneAgent"
         assert issubclass(streaming_capstone, streaming.StreamingAgent), "not a StreamingAgent"
     world = evaluation.prepare(capstone.TASK, Path("world-14-2"))
     events = []
-    client = streaming.StreamingScriptedClient([capstone.fixer] * 20)
+    client = streaming_model.StreamingScriptedClient([capstone.fixer] * 20)
     person = diff_approval.scripted([diff_approval.reject("round up instead"),
                                      diff_approval.APPROVE])
     with sessions.new_session(Path("14-2.jsonl")) as session:

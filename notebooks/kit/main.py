@@ -54,6 +54,7 @@ def optional(name: str):
 
 
 streaming = optional("streaming")  # lesson 11
+streaming_model = optional("streaming_model")  # lesson 11's scripted model that streams
 parallel_and_steering = optional("parallel_and_steering")  # lesson 10
 context_budget = optional("context_budget")  # lesson 12
 text_actions = optional("text_actions")  # lesson 08 (it needs guards.py, lesson 04)
@@ -187,7 +188,7 @@ def make_client(args, streamed: bool, history: list[dict]):
     OPENAI_BASE_URL itself)."""
     if not args.scripted:
         return openai.OpenAI(base_url=args.base_url) if args.base_url else openai.OpenAI()
-    client = (streaming.StreamingScriptedClient(args.scripted) if streamed
+    client = (streaming_model.StreamingScriptedClient(args.scripted) if streamed
               else agent.ScriptedClient(args.scripted))
     # It numbers its calls call_1, call_2...: on a resumed history, go on from its last one,
     # as a real server's ids would never repeat one.

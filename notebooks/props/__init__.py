@@ -27,4 +27,9 @@ them imports this package. Each module says which lesson brought it in.
   context_lab  the shop (a project and a verifier that reads its files), the careful model that
             renames a function in it, the note taker that summarises (and a sloppy one), and
             run_task, plot_prompts and cached_tokens, which run and measure it (lesson 12)
+  finish_order  FinishOrder, which makes the calls of a batch finish in a chosen order; slow,
+            which makes a tool wait first (lesson 10)
+  streaming_model  StreamingScriptedClient, a scripted model that streams, cut at awkward
+            places in the shape one of four servers gives; server_sent_events, the bytes a
+            server sends for it (lesson 11; the builder's kit gets a copy)
 """

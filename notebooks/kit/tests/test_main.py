@@ -404,8 +404,8 @@ def test_ctrl_c_in_the_middle_of_a_command_leaves_a_session_that_resume_continue
 
 
 @pytest.mark.parametrize("deleted", [
-    ["streaming.py", "parallel_and_steering.py", "context_budget.py", "text_actions.py",
-     "guards.py", "evaluation.py"]])
+    ["streaming.py", "streaming_model.py", "parallel_and_steering.py", "context_budget.py",
+     "text_actions.py", "guards.py", "evaluation.py"]])
 def test_main_runs_with_the_optional_modules_deleted(deleted, tmp_path):
     smaller = tmp_path / "kit"
     shutil.copytree(KIT, smaller, ignore=shutil.ignore_patterns(*deleted, "__pycache__",

@@ -1,0 +1,66 @@
+"""Tools whose timing a demonstration chooses (lesson 10): FinishOrder makes the calls of a batch
+finish in a chosen order, whatever the threads would do; slow makes a tool wait before it works.
+Real threads finish in whatever order the machine gives them, and a notebook must print the same
+thing every time: these let it."""
+
+import functools
+import json
+import threading
+import time
+
+
+class FinishOrder:
+    """Makes the calls of a batch finish in a chosen order, whatever the threads would do.
+    `names` gives a call its name from its tool's name and arguments; a call waits until the
+    call named before it in `order` has ended (its tool_execution_end event, which on_event
+    hears: give the agent this on_event too)."""
+
+    def __init__(self, order: list[str], names):
+        self.order, self.names = order, names
+        self.ended = {name: threading.Event() for name in order}
+        self.call_names = {}  # tool_call_id -> name
+
+    def registry(self, registry: dict) -> dict:
+        """The same tools, each waiting for its turn to finish."""
+        return {tool: self.gated(tool, func) for tool, func in registry.items()}
+
+    def gated(self, tool, func):
+        @functools.wraps(func)  # the same signature, so call_tool still checks the arguments
+        def wait_for_my_turn(**arguments):
+            position = self.order.index(self.names(tool, arguments))
+            if position and not self.ended[self.order[position - 1]].wait(timeout=10):
+                raise TimeoutError("FinishOrder waited 10 s: do these calls run together?")
+            return func(**arguments)
+        return wait_for_my_turn
+
+    def on_event(self, event: dict) -> None:
+        if event["type"] == "tool_execution_start":
+            name = self.names(event["name"], json.loads(event["arguments"]))
+            self.call_names[event["tool_call_id"]] = name
+        elif event["type"] == "tool_execution_end":
+            self.ended[self.call_names[event["tool_call_id"]]].set()
+
+
+def by_path(tool: str, arguments: dict) -> str:
+    """A call's name for FinishOrder: the file it reads or writes."""
+    return arguments["path"]
+
+
+def slow(func, seconds: float):
+    """func, waiting `seconds` first: a read from a slow disk or a network drive. The wrapper's
+    `most_at_once` says how many calls of it were waiting at the same time, at most."""
+    lock, running = threading.Lock(), [0]
+
+    @functools.wraps(func)
+    def waiting(**arguments):
+        with lock:
+            running[0] += 1
+            waiting.most_at_once = max(waiting.most_at_once, running[0])
+        try:
+            time.sleep(seconds)
+            return func(**arguments)
+        finally:
+            with lock:
+                running[0] -= 1
+    waiting.most_at_once = 0
+    return waiting
