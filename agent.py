@@ -19,6 +19,7 @@ Run it offline with `python agent.py --demo`; with OPENAI_API_KEY set, `python a
 
 The lessons grow the agent through a few extension points, never by copying the loop:
   tools=, registry=     the tools are data: pass other functions and their schemas
+                        (schema(func, ..., name=) names a tool; check_tools checks the pair)
   on_event=             one callback sees every event; fan_out(a, b) gives it to several
   a subclass            overrides one small method: ask_model, answer_calls, run_tool, or
                         request_messages (what a request sends: the history itself, by default)
@@ -30,6 +31,7 @@ import argparse
 import inspect
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -89,14 +91,20 @@ def edit_file(path: str, old_str: str, new_str: str) -> dict:
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_bytes(new_str.encode("utf-8"))
         return {"path": path, "action": action}
-    text = read_file(path)["content"]
+    new = replace_once(read_file(path)["content"], old_str, new_str, path)
+    # A plain write: a crash half-way can leave a partial file. Lesson 06 makes it atomic.
+    file.write_bytes(new.encode("utf-8"))
+    return {"path": path, "action": "edited"}
+
+
+def replace_once(text: str, old_str: str, new_str: str, path: str) -> str:
+    """text with old_str replaced by new_str, if old_str occurs exactly once; else ValueError,
+    and nothing should be written. The one place of the rule: lessons 05 and 06 use it too."""
     found = occurrences(text, old_str)
-    if found != 1:  # nothing is written unless the target is unambiguous
+    if found != 1:
         hint = "add surrounding lines to make it unique" if found else "read the file again"
         raise ValueError(f"old_str must occur exactly once in {path}, found {found} ({hint})")
-    # A plain write: a crash half-way can leave a partial file. Lesson 06 makes it atomic.
-    file.write_bytes(text.replace(old_str, new_str, 1).encode("utf-8"))
-    return {"path": path, "action": "edited"}
+    return text.replace(old_str, new_str, 1)
 
 
 def occurrences(text: str, part: str) -> int:
@@ -111,14 +119,16 @@ def occurrences(text: str, part: str) -> int:
 # --- 3. Schemas (what the model sees) beside the registry (what the host runs) --------------
 
 
-def schema(func, description: str, **params: str) -> dict:
-    """A Chat Completions tool schema; every parameter is a string, described in words.
-    Parameters with a default in the function are optional for the model too."""
+def schema(func, description: str, /, name: str | None = None, **params: str) -> dict:
+    """A Chat Completions tool schema, named name (default: the function's own name); every
+    parameter is a string, described in words. Parameters with a default in the function are
+    optional for the model too. A parameter itself called "name" is described as name_=."""
+    params = {("name" if n == "name_" else n): text for n, text in params.items()}
     defaults = inspect.signature(func).parameters
     return {
         "type": "function",
         "function": {
-            "name": func.__name__,
+            "name": func.__name__ if name is None else name,
             "description": description,
             "parameters": {
                 "type": "object",
@@ -147,6 +157,12 @@ def check_tools(tools: list[dict], registry: dict) -> None:
     """Raise ValueError if the schemas and the registry have drifted apart."""
     problems = []
     names = [t["function"]["name"] for t in tools]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"two schemas are named {name!r}")
+    for name in names:  # what the API accepts as a function's name
+        if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name):
+            problems.append(f"{name!r} is not a tool name: letters, digits, _ and - only, "
+                            "at most 64")
     for name in sorted(set(names) - set(registry)):
         problems.append(f"schema {name!r} has no function in the registry")
     for name in sorted(set(registry) - set(names)):

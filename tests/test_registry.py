@@ -105,3 +105,57 @@ def test_schema_makes_parameters_with_defaults_optional():
     assert built["function"]["parameters"]["required"] == []
     built = schema(edit_file, "Edit.", path="p", old_str="o", new_str="n")
     assert built["function"]["parameters"]["required"] == ["path", "old_str", "new_str"]
+
+
+# --- names: schema(..., name=), and check_tools at the moment a table is built -----------------
+
+
+def grep_in(root, pattern: str, path: str = ".") -> dict:  # a sandbox-style tool: root first
+    return {"matches": []}
+
+
+def test_schema_names_a_tool_after_its_function_unless_given_a_name():
+    assert schema(grep_in, "Search.", pattern="p")["function"]["name"] == "grep_in"
+    built = schema(grep_in, "Search.", name="grep", pattern="p", path="folder")
+    assert built["function"]["name"] == "grep"
+    assert set(built["function"]["parameters"]["properties"]) == {"pattern", "path"}
+    assert built["function"]["parameters"]["required"] == ["pattern"]
+    assert schema(grep_in, "Search.", pattern="p") == {  # without name=, exactly as before
+        "type": "function", "function": {"name": "grep_in", "description": "Search.",
+                                         "parameters": {"type": "object", "properties": {
+                                             "pattern": {"type": "string", "description": "p"}},
+                                             "required": ["pattern"]}}}
+
+
+def test_a_parameter_called_name_is_described_as_name_underscore():
+    def greet(name: str) -> dict:
+        return {"greeting": f"Hello, {name}"}
+
+    built = schema(greet, "Greet someone.", name="hello", name_="Who to greet.")
+    assert built["function"]["name"] == "hello"
+    assert built["function"]["parameters"]["properties"] == {
+        "name": {"type": "string", "description": "Who to greet."}}
+    assert built["function"]["parameters"]["required"] == ["name"]
+    check_tools([built], {"hello": greet})
+
+
+def test_check_catches_two_schemas_with_one_name_and_names_a_server_refuses():
+    twice = [*TOOLS, schema(read_file, "Read again.", path="p")]
+    with pytest.raises(ValueError, match="two schemas are named 'read_file'"):
+        check_tools(twice, TOOL_REGISTRY)
+    for bad in ("read file", "read.file", "x" * 65, ""):
+        tool = schema(read_file, "Read.", name=bad, path="p")
+        with pytest.raises(ValueError, match="is not a tool name"):
+            check_tools([tool], {bad: read_file})
+    check_tools([schema(read_file, "Read.", name="read-file_2", path="p")],
+                {"read-file_2": read_file})
+
+
+def test_a_schema_named_after_its_function_is_caught_when_the_table_is_built():
+    """The trap of the issue: a function grep_in offered as "grep" without name=."""
+    def bound(pattern: str, path: str = ".") -> dict:
+        return grep_in(".", pattern, path)
+
+    with pytest.raises(ValueError, match="schema 'grep_in' has no function.*'grep' has no "
+                       "schema"):
+        check_tools([schema(grep_in, "Search.", pattern="p")], {"grep": bound})

@@ -170,3 +170,14 @@ def test_tools_work_relative_to_the_current_directory(in_tmp, tmp_path_factory, 
     assert (other / "here.txt").exists()
     assert not (in_tmp / "here.txt").exists()
     assert read_file("here.txt")["content"] == "x"
+
+
+def test_replace_once_is_the_one_rule_every_edit_uses():
+    """agent.edit_file, lesson 05's edit_in and lesson 06's edit_file all call it."""
+    from agent import replace_once
+
+    assert replace_once("a = 1\nb = 2\n", "b = 2", "b = 3", "x.py") == "a = 1\nb = 3\n"
+    with pytest.raises(ValueError, match=r"exactly once in x.py, found 0 \(read the file again"):
+        replace_once("a", "b", "c", "x.py")
+    with pytest.raises(ValueError, match=r"found 2 \(add surrounding lines"):
+        replace_once("aaa", "aa", "b", "x.py")  # overlapping: twice, not once
