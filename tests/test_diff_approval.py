@@ -1318,3 +1318,50 @@ def test_check_06_5_catches_a_log_that_a_tab_and_a_newline_can_forge(monkeypatch
     report = course.check("06.5", solution.audit_log)
     assert_fails_on(report, "a path or a reason holding a tab and a newline cannot forge a line")
     assert len(failing_cases(report)) == 1, report
+
+
+# --- Going further: a conversation that goes on -------------------------------------------------
+
+
+def test_a_resumed_conversation_edits_what_it_read_and_wrote_and_nothing_it_cannot_be_sure_of(
+        tmp_path):
+    """seen_in rebuilds seen from the history's results: a read's content, an edit's new text
+    (new_str, or old_str replaced in what the model last had); an error, a result cut short by
+    agent.bound, a person's own version, leave the file out."""
+    root = Path(os.path.realpath(tmp_path))
+    for name, text in (("read.md", "one\n"), ("made.md", "x"), ("cut.md", "long\n" * 5000),
+                       ("theirs.md", "a\n"), ("edited.md", "a\nb\n")):
+        (root / name).write_text(text)
+    tools, registry = nb.sandboxed_approval_tools(
+        lambda path, diff: nb.Decision(True, rewrite=(lambda t: t + "mine\n")
+                                       if path == "theirs.md" else None), root)
+    (root / "made.md").unlink()
+    first = Agent(ScriptedClient([
+        [tool_call("read_file", path="read.md"), tool_call("read_file", path="cut.md"),
+         tool_call("read_file", path="theirs.md"), tool_call("read_file", path="edited.md"),
+         tool_call("read_file", path="missing.md")],
+        [tool_call("edit_file", path="made.md", old_str="", new_str="made\n"),
+         tool_call("edit_file", path="theirs.md", old_str="a", new_str="b"),
+         tool_call("edit_file", path="edited.md", old_str="b\n", new_str="c\n")],
+        reply("Done.")]), "m", tools=tools, registry=registry, max_tool_output=2_000,
+        on_event=None)
+    first.chat("go")
+    assert "truncated" in first.messages[4]["content"]  # cut.md's result was cut short
+    seen = nb.seen_in(first.messages, lambda path: (sandbox.resolve_in(root, path), path))
+    digests = {Path(key).name: value for key, value in seen.items()}
+    assert digests == {name: nb.digest((root / name).read_bytes())
+                       for name in ("read.md", "made.md", "edited.md")}
+    assert (root / "edited.md").read_text() == "a\nc\n"  # its digest is of the text written
+    # a new process, given the history: edits what it saw, refuses what it cannot be sure of
+    tools, registry = nb.sandboxed_approval_tools(nb.approve_all, root)  # no history: as before
+    with pytest.raises(nb.StaleFile, match="you have not read it"):
+        registry["edit_file"]("read.md", "one", "two")
+    tools, registry = sandbox.sandbox_tools(root, ("read",))
+    tools, registry = nb.approval_tools(nb.approve_all, root=root, tools=tools, registry=registry,
+                                        resolve=partial(sandbox.resolve_in, root),
+                                        history=first.messages)
+    for name in ("read.md", "made.md", "edited.md"):
+        assert registry["edit_file"](name, "", "new\n")["approved"] is True
+    for name in ("cut.md", "theirs.md"):
+        with pytest.raises(nb.StaleFile, match="you have not read it"):
+            registry["edit_file"](name, "", "new\n")

@@ -652,6 +652,27 @@ def test_a_row_without_a_function_or_a_schema_is_a_clear_error(tmp_path):
     with pytest.raises(LookupError, match="grep_files has no schema in SCHEMAS"):
         sandbox.sandbox_tools(tmp_path)
 
+    sandbox.SCHEMAS["grep_files"] = agent.schema(sandbox.list_in, "List.", path="p")
+    with pytest.raises(LookupError, match=r"SCHEMAS\['grep_files'\] is named 'list_in': give "
+                                          r"agent.schema\(..., name='grep_files'\)"):
+        sandbox.sandbox_tools(tmp_path)  # the trap: a schema is named after its function
+    sandbox.SCHEMAS["grep_files"] = agent.schema(sandbox.list_in, "List.", name="grep_files",
+                                                 path="p")
+    assert "grep_files" in sandbox.sandbox_tools(tmp_path)[1]
+
+
+def test_the_old_str_rule_is_written_once_in_agent_py_and_used_by_the_jailed_edit(lab,
+                                                                                    monkeypatch):
+    for lesson in ("05-sandbox", "06-diff-approval"):
+        import course
+        assert "must occur exactly once in" not in course.export(course.notebook_path(lesson))
+    said = []
+    monkeypatch.setattr(agent, "replace_once", lambda *a: said.append(a) or "new text")
+    (lab.workspace / "a.txt").write_text("old text")
+    nb.edit_in(lab.workspace, "a.txt", "old", "new")
+    assert said == [("old text", "old", "new", "a.txt")]
+    assert (lab.workspace / "a.txt").read_text() == "new text"
+
 
 def test_read_only_agent_cannot_change_anything(lab):
     tools, registry = nb.sandbox_tools(lab.workspace, risks=("read",))
