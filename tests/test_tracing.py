@@ -143,6 +143,36 @@ def test_a_trace_is_complete_with_turns_ids_durations_and_usage(project, tmp_pat
     assert f"tokens: {totals['prompt_tokens']:,} in" in nb.summary(run)
 
 
+
+def test_usage_a_server_did_not_report_is_unknown_not_zero(project, tmp_path):
+    """A server that sends no usage (on a stream, say): the calls' tokens and cost are None,
+    the run's too (unreported counts those calls), and the summary says "unknown"; the
+    OpenTelemetry spans leave the usage out rather than send 0."""
+    bot, tracer = traced([tool_call("list_files"), reply("one")], tmp_path / "traces")
+    bot.chat("look")
+    run = nb.load_trace(tracer.paths[0])
+    silent = [{**r, "usage": None} if "usage" in r else r for r in run]
+    half = [dict(r) for r in run]
+    next(r for r in half if r.get("usage"))["usage"] = None  # the first call only
+    assert [row["prompt_tokens"] for row in nb.turn_usage(silent)] == [None, None]
+    assert [row["cost"] for row in nb.turn_usage(silent)] == [None, None]
+    for records, unreported in ((silent, 2), (half, 1)):
+        totals = nb.totals(records)
+        assert (totals["prompt_tokens"], totals["completion_tokens"], totals["cost"],
+                totals["unreported"]) == (None, None, None, unreported)
+        assert f"tokens: unknown ({unreported} model call(s) reported no usage), cost: ?" in \
+            nb.summary(records)
+    assert nb.totals(run)["unreported"] == 0 and nb.totals(run)["prompt_tokens"] > 0
+    assert "tokens: unknown," in nb.summary(silent + run)  # the total line of two runs
+    chats = [s for s in nb.otel_spans(silent) if s["name"].startswith("chat")]
+    assert chats and not any("gen_ai.usage.input_tokens" in s["attributes"] for s in chats)
+
+
+def test_a_trace_file_is_readable_by_its_owner_only(project, tmp_path):
+    bot, tracer = traced([reply("one")], tmp_path / "traces")
+    bot.chat("first")
+    assert oct(tracer.paths[0].stat().st_mode & 0o777) == oct(0o600)  # as a session
+
 def test_one_file_per_run(project, tmp_path):
     bot, tracer = traced([reply("one"), reply("two")], tmp_path / "traces")
     bot.chat("first")
