@@ -963,6 +963,14 @@ def test_text_agents_system_prompt_agrees_with_its_protocol():
         "mine"  # a prompt of your own still wins
 
 
+def test_text_prompt_makes_a_native_calling_prompt_agree_with_the_protocol():
+    native = "You are an agent.\n" + agent.SYSTEM_PROMPT.splitlines()[-1] + "\nBe careful."
+    made = text_actions.text_prompt(native)
+    assert made.splitlines() == ["You are an agent.", text_actions.FINISH_RULE, "Be careful."]
+    assert text_actions.text_prompt("Be brief.") == "Be brief.\n" + text_actions.FINISH_RULE
+    assert text_actions.TEXT_SYSTEM_PROMPT == text_actions.text_prompt(agent.SYSTEM_PROMPT)
+
+
 # --- the exercises' checks use the notebook's own classes ----------------------------------
 
 
