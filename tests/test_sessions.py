@@ -426,6 +426,39 @@ def test_an_answer_lesson_06_refuses_is_recorded_as_not_approved_and_nothing_is_
     assert "a policy must answer" in bot.messages[-2]["content"]  # what the model read
 
 
+def test_a_decision_on_a_command_is_recorded_under_command_not_as_a_path():
+    with sessions.new_session("s.jsonl") as session:
+        asked = sessions.recording_decisions(session, lambda command, shown: False,
+                                             field="command")
+        asked("rm -rf build", "rm -rf build")
+        session.append("note", text="between")
+    [approval] = [e for e in entries("s.jsonl") if e["type"] == "approval"]
+    assert approval["command"] == "rm -rf build" and "path" not in approval
+    assert approval["approved"] is False
+    session = sessions.load_session("s.jsonl")  # a valid entry, read back
+    assert sessions.describe(next(e for e in session.entries.values()
+                                  if e["type"] == "approval")).startswith(
+        "approval: $ rm -rf build rejected")
+
+
+def test_a_run_whose_server_reported_no_usage_stops_with_tokens_unknown_not_zero():
+    script = ScriptedClient([reply("hi")])
+    real = script.create
+
+    def without_usage(**request):  # a server that sends no usage
+        response = real(**request)
+        response.usage = None
+        return response
+    script.chat.completions.create = without_usage
+    with sessions.new_session("s.jsonl") as session:
+        bot = Agent(script, "scripted-demo", on_event=None)
+        sessions.record(session, bot)
+        bot.chat("hello")
+    [stop] = [e for e in entries("s.jsonl") if e["type"] == "stop"]
+    assert stop["usage"] is None and stop["cost"] is None
+    assert "tokens unknown, ?" in sessions.describe(stop)
+
+
 def test_a_policy_that_raises_records_no_decision():
     import diff_approval
 
@@ -740,6 +773,11 @@ MALFORMED = {  # issue 23: each once ended in a TypeError, KeyError or Attribute
                              "its usage is not an object"),
     "an approval that says yes in words": (line_3(type="approval", path="a", approved="yes"),
                                            "its 'approved' is a string, not true or false"),
+    "an approval of neither a file nor a command": (
+        line_3(type="approval", approved=True), "an approval entry without its 'path' (or its "
+        "'command')"),
+    "an approval of a command that is a list": (
+        line_3(type="approval", command=["ls"], approved=True), "its 'command' is a list"),
     "a branch whose from is a list": (line_3(type="branch", **{"from": ["2"]}),
                                       "its 'from' is a list"),
     "a branch that leaves itself": (line_3(type="branch", **{"from": "3"}),
