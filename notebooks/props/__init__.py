@@ -32,4 +32,6 @@ them imports this package. Each module says which lesson brought it in.
   streaming_model  StreamingScriptedClient, a scripted model that streams, cut at awkward
             places in the shape one of four servers gives; server_sent_events, the bytes a
             server sends for it (lesson 11; the builder's kit gets a copy)
+  chunk_table  CHUNK_COLUMNS and chunk_rows: what a stream holds, one row per chunk, for lesson
+            11's notebook (kept out of streaming_model, which the kit copies)
 """
