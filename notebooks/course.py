@@ -619,9 +619,11 @@ def _umask() -> int:
 # --- The builder's kit: a standalone project -------------------------------------------------
 
 KIT = NOTEBOOKS / "kit"  # the kit's own files (main.py, README, tests), copied as they are
+# The lessons whose modules main.py uses. Lesson 13's evaluation is not one: main.py never
+# imports it, and its module is mostly the course's own task suite.
 KIT_LESSONS = {"05": "sandbox", "06": "diff_approval", "07": "tracing", "08": "text_actions",
                "09": "sessions", "10": "parallel_and_steering", "11": "streaming",
-               "12": "context_budget", "13": "evaluation"}
+               "12": "context_budget"}
 NOT_COPIED = {"conftest.py"}  # kit/conftest.py keeps the course's pytest out of kit/tests
 # Props a lesson's module comes with in the kit, copied as files of their own (they import no
 # course): lesson 11's scripted model that streams, for main.py's offline --scripted runs.
@@ -630,7 +632,7 @@ KIT_PROPS = {"streaming": ["streaming_model"]}
 
 def kit_files() -> tuple[dict[str, str], list[str]]:
     """What build writes, file name -> text, and the lessons it left out (not written yet).
-    The modules are export's, for lessons 05-13 and every lesson module they import."""
+    The modules are export's, for KIT_LESSONS and every lesson module they import."""
     exported = _ExportCellsFinder().names()
     wanted = [name for name in KIT_LESSONS.values() if name in exported]
     left_out = [f"{name} (lesson {number})" for number, name in KIT_LESSONS.items()
@@ -651,6 +653,12 @@ def kit_files() -> tuple[dict[str, str], list[str]]:
         if path.is_file() and name not in NOT_COPIED and not skipped:
             files[name] = path.read_text(encoding="utf-8")
     return files, left_out
+
+
+def kit_size(files: dict[str, str]) -> int:
+    """Lines of Python in the kit besides its tests: what a builder reads and keeps."""
+    return sum(text.count("\n") for name, text in files.items()
+               if name.endswith(".py") and not name.startswith("tests/"))
 
 
 def _imported(source: str) -> set[str]:
@@ -777,6 +785,7 @@ def _build_command(args) -> int:
         return 1
     for name in written:
         print(folder / name)
+    print(f"The kit: {kit_size(kit_files()[0]):,} lines of Python besides its tests.")
     if left_out:
         print("Left out, not written yet: " + ", ".join(left_out) + ". main.py turns off what "
               "needs them (python main.py --help says what); build again once they are.")

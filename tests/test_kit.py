@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -62,7 +63,8 @@ def test_build_writes_agent_py_the_lessons_modules_main_and_its_readme_tests_req
     names = {p.relative_to(kit).as_posix() for p in kit.rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}  # the kit's tests may have run
     exported = course._ExportCellsFinder().names()
-    lessons = {f"{name}.py" for name in course.KIT_LESSONS.values()}  # 05 to 13, all written
+    lessons = {f"{name}.py" for name in course.KIT_LESSONS.values()}  # 05 to 12, all written
+    assert "evaluation" not in course.KIT_LESSONS.values()  # main.py does not use it
     kit_files = {"main.py", "README.md", "requirements.txt", ".gitignore", "tests/test_main.py",
                  "examples/hello.json"}  # notebooks/kit/ but its conftest.py
     props = {f"{prop}.py" for props in course.KIT_PROPS.values() for prop in props}
@@ -242,12 +244,13 @@ def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_
     assert agent.pairing_problem(crashed.messages()) is not None  # a call with no result
     assert [e["type"] for e in crashed.path_to()[-2:]] == ["tool_start", "approval"]
 
-    flags = scripted(tmp_path,
-                     {"calls": [call("read_file", path="todo.md")]},  # check before repeating
+    flags = scripted(tmp_path,  # it wrote todo.md before the kill: it may edit it unread
+                     {"calls": [call("edit_file", path="todo.md", old_str="- run the tests\n",
+                                     new_str="- run the tests\n- ran them\n")]},
                      {"calls": [call("run_command", command="cat todo.md")]},
                      {"content": "The todo list is there and the tests ran."})
     again = main_py(kit, *flags, "--resume", str(path), "Please go on.", cwd=kit)
-    out, err = again.communicate("y\n", timeout=60)
+    out, err = again.communicate("y\ny\n", timeout=60)
     assert again.returncode == 0, err
     assert "1 call(s) left open by a crash answered as interrupted" in err
     session = sessions.load_session(path)
@@ -257,32 +260,12 @@ def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_
     assert len(repaired) == 1
     assert [e["stop_reason"] for e in session.path_to() if e["type"] == "stop"] == [
         "crashed", "done"]
-    assert (tmp_path / "work" / "todo.md").read_text() == "- run the tests\n"
+    assert (tmp_path / "work" / "todo.md").read_text() == "- run the tests\n- ran them\n"
     outputs = [json.loads(m["content"]).get("output") for m in messages if m["role"] == "tool"]
-    assert outputs[-1] == "- run the tests\n"  # and the command ran, this time to its end
+    assert outputs[-1] == "- run the tests\n- ran them\n"  # the command ran, to its end
     first, second = sorted((tmp_path / "traces" / path.stem).iterdir())
     assert tracing.trace_problems(tracing.load_trace(first))  # cut off by the kill
     assert tracing.trace_problems(tracing.load_trace(second)) == []
-
-
-def test_main_refuses_at_import_an_order_that_would_lose_a_shared_method(kit):
-    """Stacked as one class, two agents that define the same method keep both versions only if
-    the first calls super(). main.py checks that at import, as lesson 14's capstone does."""
-    def import_main_after(change: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-E", "-c", f"{change}\nimport main"], cwd=kit,
-                              capture_output=True, text=True, timeout=60)
-
-    assert import_main_after("").returncode == 0  # as built: ask_model and run, both handled
-    new = import_main_after("import parallel_and_steering as p\n"
-                            "p.ParallelAgent.request_messages = lambda self: self.messages")
-    assert new.returncode != 0
-    assert "TypeError: the lessons' agents now both define ['request_messages']" in new.stderr
-    lost = import_main_after("import agent, context_budget as c\n"
-                             "c.CompactingAgent.ask_model = lambda self, turn: "
-                             "agent.Agent.ask_model(self, turn)")
-    assert lost.returncode != 0
-    assert "CompactingAgent.ask_model no longer calls super(), so StreamingAgent.ask_model " \
-        "would never run" in lost.stderr
 
 
 def test_the_commands_main_prints_run_as_printed_in_the_python_that_ran_it(kit, tmp_path):
@@ -308,3 +291,90 @@ def test_the_commands_main_prints_run_as_printed_in_the_python_that_ran_it(kit, 
     assert said.stdout == ".venv/bin/python main.py --resume sessions/a.jsonl\n"
     assert "mkdir -p play && .venv/bin/python main.py --scripted examples/hello.json " \
         "--workdir play 'Say hello'" in said.stderr  # what to do without a key
+
+
+# --- Adding a tool, as the kit's README says ---------------------------------------------------
+
+
+def add_a_tool_as_the_readme_says(folder: Path) -> list[str]:
+    """Put each code block of the README's "Add a tool" where its first line says; return
+    those first lines. A block whose place this does not know fails the test."""
+    readme = (folder / "README.md").read_text()
+    start = readme.index("## Add a tool")
+    section = readme[start:readme.index("\n## ", start)]
+    places = []
+    for block in re.findall(r"```python\n(.*?)```", section, re.DOTALL):
+        place, code = block.split("\n", 1)
+        places.append(place)
+        if place.startswith("# at the end of "):
+            path = folder / place.removeprefix("# at the end of ")
+            path.write_text(path.read_text().rstrip("\n") + "\n\n\n" + code)
+        elif place == "# in main.py, instead of its PARALLEL line":
+            main = (folder / "main.py").read_text()
+            assert len(re.findall(r"^PARALLEL = .*$", main, re.MULTILINE)) == 1
+            (folder / "main.py").write_text(re.sub(r"^PARALLEL = .*$", code.strip(), main,
+                                                   flags=re.MULTILINE))
+        else:
+            raise AssertionError(f"the README puts a block where this test does not know: "
+                                 f"{place}")
+    return places
+
+
+def test_a_tool_added_exactly_as_the_readme_says_works_and_its_test_passes(kit, tmp_path):
+    folder = tmp_path / "mine"
+    shutil.copytree(kit, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    assert add_a_tool_as_the_readme_says(folder) == [
+        "# at the end of sandbox.py", "# at the end of sandbox.py",
+        "# in main.py, instead of its PARALLEL line", "# at the end of tests/test_main.py"]
+    done = subprocess.run([sys.executable, "-E", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:nbval", "-p", "no:xdist", "-k", "grep"],
+                          cwd=folder, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
+    # and main.py offers it, and runs two greps of one batch together, as PARALLEL now says
+    (tmp_path / "work" / "src").mkdir(parents=True)
+    (tmp_path / "work" / "src" / "app.py").write_text("TODO = 1\n")
+    flags = scripted(tmp_path, {"calls": [call("grep", pattern="TODO"),
+                                          call("grep", pattern="TODO", path="src")]},
+                     {"content": "Two TODOs."})
+    child = main_py(folder, *flags, "Find the TODOs.", cwd=folder)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    [path] = (tmp_path / "sessions").iterdir()
+    results = [json.loads(m["content"]) for m in sessions.load_session(path).messages()
+               if m["role"] == "tool"]
+    assert [r["matches"] for r in results] == [
+        [{"path": "src/app.py", "line": 1, "text": "TODO = 1"}]] * 2
+    grouped = subprocess.run(
+        [sys.executable, "-E", "-c", "import main, parallel_and_steering as p, agent\n"
+         "bot = p.ParallelAgent(agent.ScriptedClient([]), 'm', parallel=main.PARALLEL)\n"
+         "calls = [{'id': n, 'function': {'name': 'grep'}} for n in 'ab']\n"
+         "print(len(bot.groups(calls)))"], cwd=folder, capture_output=True, text=True, timeout=60)
+    assert grouped.stdout.strip() == "1", grouped.stderr  # one group: they run together
+
+
+def test_a_schema_named_after_its_function_is_refused_when_main_py_starts(kit, tmp_path):
+    """The trap the README warns of: a row whose schema has no name= (grep_in, not grep)."""
+    folder = tmp_path / "mine"
+    shutil.copytree(kit, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    add_a_tool_as_the_readme_says(folder)
+    sandbox_py = folder / "sandbox.py"
+    sandbox_py.write_text(sandbox_py.read_text().replace('name="grep",', ""))
+    child = main_py(folder, *scripted(tmp_path, {"content": "hi"}), "hi", cwd=folder)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode != 0
+    assert "SCHEMAS['grep'] is named 'grep_in': give agent.schema(..., name='grep')" in err
+
+
+# --- The kit's size, as the course map states it --------------------------------------------------
+
+
+def test_the_course_map_states_the_kit_s_size_within_a_tenth(kit, capsys):
+    files, _ = course.kit_files()
+    size = course.kit_size(files)
+    assert size == sum(len(p.read_text().splitlines()) for p in kit.glob("*.py"))  # tests aside
+    for name in ("README.md", "zh/README.md"):
+        text = (ROOT / "lessons" / name).read_text()
+        [stated] = re.findall(r"(\d[\d,]*) (?:lines of Python|行 Python)", text)
+        stated = int(stated.replace(",", ""))
+        assert abs(stated - size) <= size / 10, f"lessons/{name} says {stated:,}; it is {size:,}"

@@ -9,7 +9,7 @@ What it wires together, each from its lesson's module beside this file:
   sandbox (05)                the file tools are jailed in the workspace (--workdir); the shell
                               tool runs there, bounded in time, output and resources
   diff_approval (06)          every edit is shown as a diff and asked y/N at the terminal; so is
-                              every shell command (a command could change files unasked)
+                              every other call that is not read-only, a shell command too
   tracing (07)                every run (one task) writes its own trace file
   text_actions (08)           --text-actions: for a model without tool calling
   sessions (09)               the conversation is recorded as it happens; --resume goes on with
@@ -25,6 +25,7 @@ A module marked with a flag may be deleted: main.py then runs without it (--help
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import itertools
 import json
@@ -60,6 +61,9 @@ context_budget = optional("context_budget")  # lesson 12
 text_actions = optional("text_actions")  # lesson 08 (it needs guards.py, lesson 04)
 
 SCRIPTED_MODEL = "scripted-demo"  # the offline model's name: lesson 07 prices it, for the figures
+# The tools that may run at the same time as others (lesson 10): they only read. A choice made
+# here, tool by tool: a new tool runs alone unless you add it (README: "Add a tool").
+PARALLEL = {"read_file", "list_files"}
 PROMPT = (sandbox.SANDBOX_PROMPT
           + diff_approval.APPROVAL_PROMPT.removeprefix(agent.SYSTEM_PROMPT))
 SHELL_PROMPT = ("\nrun_command runs a shell command in the workspace; a person approves each "
@@ -76,7 +80,7 @@ OPTIONAL = {"streaming": "streaming", "parallel_and_steering": "parallel reads",
             "context_budget": "compaction", "text_actions": "--text-actions"}
 
 
-def parse_args(argv):
+def make_parser() -> argparse.ArgumentParser:
     missing = [f"{name}.py ({what})" for name, what in OPTIONAL.items()
                if globals()[name] is None]  # the module, or None (optional(), above)
     parser = argparse.ArgumentParser(
@@ -90,6 +94,12 @@ def parse_args(argv):
     parser.add_argument("--model", help=f"model name (default: $AGENT_MODEL, the session's, or "
                         f"{agent.DEFAULT_MODEL})")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--timeout", metavar="SECONDS", type=seconds,
+                        help="give up on a model request after this long, then retry it "
+                        "(default: the openai SDK's, 600)")
+    parser.add_argument("--max-retries", metavar="N", type=count,
+                        help="retries of a failed model request: a timeout, a lost connection, "
+                        f"429, 5xx (default: the openai SDK's, {openai.DEFAULT_MAX_RETRIES})")
     parser.add_argument("--max-turns", type=agent.positive_int, default=agent.MAX_TURNS,
                         help=f"model calls per task (default: {agent.MAX_TURNS})")
     parser.add_argument("--scripted", metavar="FILE.json", type=script_file,
@@ -97,9 +107,9 @@ def parse_args(argv):
                         "JSON list of steps, see examples/hello.json")
     parser.add_argument("--sessions", metavar="DIR", default=str(HERE / "sessions"),
                         help="where new sessions go (default: sessions/ beside main.py)")
-    parser.add_argument("--traces", metavar="DIR", default=str(HERE / "traces"),
-                        help="where trace files go, a folder per session (default: traces/ "
-                        "beside main.py)")
+    parser.add_argument("--traces", metavar="DIR",
+                        help="where trace files go, a folder per session (default: on --resume "
+                        "the session's, else traces/ beside main.py)")
     parser.add_argument("--no-shell", action="store_true",
                         help="no run_command tool: the agent can only read and edit files")
     parser.add_argument("--no-parallel", action="store_true",
@@ -119,6 +129,11 @@ def parse_args(argv):
                         help="for a model without tool calling: it replies with JSON actions "
                         "in its text (lesson 08); replies are not streamed")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answers")
+    return parser
+
+
+def parse_args(argv):
+    parser = make_parser()
     args = parser.parse_args(argv)
     if args.task is not None and not args.task.strip():
         parser.error("the task is empty")
@@ -132,10 +147,44 @@ def parse_args(argv):
     if args.text_actions and text_actions is None:
         parser.error("--text-actions needs text_actions.py and guards.py beside main.py")
     for flag in ("sessions", "traces"):
-        folder = Path(getattr(args, flag))
+        folder = Path(getattr(args, flag) or ".")
         if folder.exists() and not folder.is_dir():
             parser.error(f"--{flag} {folder}: a file, not a folder")
     return args
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text!r}")
+    return value
+
+
+def count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number, 0 or more, not {text!r}")
+    return int(text)
+
+
+# What "go on with" repeats: the flags that shape a run. The workspace and the traces folder
+# are in the session; a script is used up by the run that read it.
+SETTINGS = ("model", "base_url", "timeout", "max_retries", "max_turns", "no_shell",
+            "no_parallel", "no_stream", "no_compact", "budget", "elide_after", "text_actions",
+            "quiet")
+
+
+def settings(args) -> list[str]:
+    """The flags of SETTINGS this run was given, as words to put on a command line."""
+    defaults, words = make_parser(), []
+    for name in SETTINGS:
+        value = getattr(args, name)
+        if value != defaults.get_default(name):
+            flag = "--" + name.replace("_", "-")
+            words += [flag] if value is True else [flag, str(value)]
+    return words
 
 
 STEP_FIELDS = {"content", "calls", "finish_reason"}
@@ -185,9 +234,13 @@ def as_step(item) -> dict:
 
 def make_client(args, streamed: bool, history: list[dict]):
     """The scripted model, or the real one (the openai SDK reads OPENAI_API_KEY and
-    OPENAI_BASE_URL itself)."""
+    OPENAI_BASE_URL itself; it retries a failed request, and retry_notices says so)."""
     if not args.scripted:
-        return openai.OpenAI(base_url=args.base_url) if args.base_url else openai.OpenAI()
+        options = {"base_url": args.base_url, "timeout": args.timeout,
+                   "max_retries": args.max_retries}
+        return openai.OpenAI(**{k: v for k, v in options.items() if v is not None},
+                             http_client=openai.DefaultHttpxClient(
+                                 event_hooks=retry_notices(args.quiet)))
     client = (streaming_model.StreamingScriptedClient(args.scripted) if streamed
               else agent.ScriptedClient(args.scripted))
     # It numbers its calls call_1, call_2...: on a resumed history, go on from its last one,
@@ -196,108 +249,132 @@ def make_client(args, streamed: bool, history: list[dict]):
     return client
 
 
-def ask_command(label: str, command: str) -> diff_approval.Decision:
-    """The shell's terminal policy, as ask_terminal is the edits' (and called alike: a label,
-    then what to show): show the command, ask y/N. Only y (or yes) approves; words typed
-    instead of n are the reason the model reads."""
-    print(f"$ {diff_approval.visible(command)}")
+RETRIED = {408, 409, 429}  # and every 5xx: the statuses the openai SDK retries on
+
+
+def retry_notices(quiet: bool) -> dict:
+    """httpx event hooks that say when a model request failed in a way the SDK retries (with
+    the wait a server asked for, Retry-After), and when it is sent again: the SDK numbers
+    each attempt in its x-stainless-retry-count header. A request that got no answer at all
+    (a timeout, a lost connection) shows as a retry after no status."""
+    answered = [True]
+
+    def on_request(request):
+        retry = int(request.headers.get("x-stainless-retry-count", "0") or 0)
+        if retry:
+            why = "" if answered[0] else " (no answer to the last one: a timeout or a lost " \
+                "connection)"
+            say(f"model request: sent again, retry {retry}{why}", quiet)
+        answered[0] = False
+
+    def on_response(response):
+        answered[0] = True
+        if response.status_code in RETRIED or response.status_code >= 500:
+            wait = response.headers.get("retry-after")
+            say(f"model server: {response.status_code} {response.reason_phrase}"
+                + (f", retry after {wait} s (Retry-After)" if wait else ""), quiet)
+
+    return {"request": [on_request], "response": [on_response]}
+
+
+def ask_command(command: str, shown: str) -> diff_approval.Decision:
+    """The terminal policy for a call that is not an edit (a shell command, most often), as
+    lesson 06's ask_terminal is the edits': show what will run, ask. Only y or yes approves;
+    anything else is a no, its words the reason the model reads. Ctrl-D says no; Ctrl-C is
+    no answer: it stops the run, as at ask_terminal's question."""
+    print(diff_approval.visible(shown))
     try:
-        answer = input("run this command in the workspace? [y/N, or say why not] ").strip()
-    except (EOFError, KeyboardInterrupt):
+        answer = input("(only y or yes runs it; anything else is a no, and what you type goes "
+                       "to the model as your reason)\nrun this in the workspace? "
+                       "[y/N, or say why not] ").strip()
+    except EOFError:
         print()
-        return diff_approval.reject("no answer from the person (input closed or Ctrl-C)")
+        return diff_approval.reject("no answer from the person (input closed)")
+    except KeyboardInterrupt:  # the person wants to stop, not to say no and go on
+        print()
+        raise
     if answer.lower() in ("y", "yes"):
         return diff_approval.APPROVE
     return diff_approval.reject("the person said no" if answer.lower() in ("", "n", "no")
                                 else answer)
 
 
-def gated(run_command, policy):
-    """run_command, run only once policy approves it. Same name and parameter as the tool's
-    schema, so agent.check_tools still agrees."""
-    def run_command_gated(command: str) -> dict:
-        decision = diff_approval.as_decision(policy(f"$ {command}", command))
+def asked(tool, policy):
+    """tool, run only once policy approves the call: a command as the shell will run it, any
+    other call as name(arguments). The same name and parameters (functools.wraps), so
+    agent.check_tools still agrees with its schema."""
+    name = tool.__name__
+
+    @functools.wraps(tool)
+    def asked_first(**arguments):
+        call = arguments.get("command") if name == "run_command" else \
+            f"{name}({agent.to_json(arguments)})"
+        shown = f"$ {call}" if name == "run_command" else call
+        decision = diff_approval.as_decision(policy(call, shown))
         if not decision.approved:
-            raise diff_approval.Rejected(f"the person did not run this command: "
+            raise diff_approval.Rejected(f"the person did not let this run: "
                                          f"{decision.reason or 'no reason given'}. Nothing ran.")
-        return run_command(command)
-    run_command_gated.__name__ = "run_command"
-    return run_command_gated
+        return tool(**arguments)
+    return asked_first
 
 
 def make_tools(root: Path, session, shell: bool) -> tuple[list, dict]:
-    """Lesson 05's jailed tools, with lesson 06's approval stacked on them; every decision is
-    also written to the session (an edit's under its path, a command's as "$ command")."""
+    """Lesson 05's jailed tools, with lesson 06's approval on every one that is not read-only:
+    an edit is shown as a diff, any other call as it will run. Every decision is also written
+    to the session, an edit's under its path, any other under "command". The reads and edits
+    of the session's branch so far count as seen (approval_tools' history)."""
     tools, registry = sandbox.sandbox_tools(
         root, risks=("read", "write", "execute") if shell else ("read", "write"))
-    if shell:
-        registry["run_command"] = gated(registry["run_command"],
-                                        sessions.recording_decisions(session, ask_command))
+    ask = sessions.recording_decisions(session, ask_command, field="command")
+    for name in registry:
+        if sandbox.RISK[name] != "read" and name != "edit_file":  # edit_file: approval_tools
+            registry[name] = asked(registry[name], ask)
     return diff_approval.approval_tools(
         sessions.recording_decisions(session, diff_approval.ask_terminal),
-        root=root, resolve=partial(sandbox.resolve_in, root), tools=tools, registry=registry)
+        root=root, resolve=partial(sandbox.resolve_in, root), tools=tools, registry=registry,
+        history=session.messages())
+
+
+def system_prompt(tools: list[dict], text: bool) -> str:
+    """The sandbox's and the approval's rules, and a line naming the tools this run has; with
+    --text-actions, made to agree with the text protocol (finish, not a plain answer)."""
+    names = [tool["function"]["name"] for tool in tools]
+    prompt = (PROMPT + (SHELL_PROMPT if "run_command" in names else "")
+              + f"\nThe tools you have: {', '.join(names)}.")
+    return text_actions.text_prompt(prompt) if text else prompt
 
 
 def agent_class(args) -> type:
-    """The lessons' agents the flags leave on, stacked as one class in lesson_agents' order;
-    the loop stays agent.py's. Most change different methods of agent.Agent: ParallelAgent
-    answer_calls and emit (reads together), StreamingAgent ask_model (replies streamed),
-    TextAgent run and run_tool (JSON actions). But CompactingAgent changes ask_model and run
-    too, and of two versions of a method Python runs the first in the method order, the other
-    only if the first calls super() (lesson 14). So CompactingAgent comes first, and both of
-    its versions call super(): a request is compacted, then streamed; TextAgent's run runs
-    inside CompactingAgent's. check_order() holds that at import."""
-    wanted = {"CompactingAgent": not args.no_compact, "TextAgent": args.text_actions,
-              "StreamingAgent": not args.text_actions and not args.no_stream,
-              "ParallelAgent": not args.no_parallel}
-    parts = tuple(cls for cls in lesson_agents() if wanted[cls.__name__])
-    return type("KitAgent", parts or (agent.Agent,), {})
+    """agent.Agent with the lessons' agents the flags leave on, as one class; the loop stays
+    agent.py's. Most change different methods: ParallelAgent answer_calls and emit (reads
+    together), StreamingAgent ask_model (replies streamed), TextAgent run and run_tool (JSON
+    actions). CompactingAgent changes ask_model and run too. Of two versions of one method,
+    Python runs the one of the class listed first; the other runs only if that one calls
+    super(). So CompactingAgent comes first, and both of its versions call super(): a request
+    is compacted, then streamed; TextAgent's run runs inside CompactingAgent's. (StreamingAgent
+    and TextAgent are never on together.) tests/test_main.py runs them together."""
+    parts = []
+    if compacting(args):
+        parts.append(context_budget.CompactingAgent)
+    if args.text_actions:
+        parts.append(text_actions.TextAgent)
+    elif streamed(args):
+        parts.append(streaming.StreamingAgent)
+    if parallel_and_steering is not None and not args.no_parallel:
+        parts.append(parallel_and_steering.ParallelAgent)
+
+    class KitAgent(*parts, agent.Agent):
+        """The kit's agent: the classes above, in that order, then agent.Agent."""
+
+    return KitAgent
 
 
-def lesson_agents() -> list[type]:
-    """The lessons' agent classes whose modules are here, in the order agent_class stacks
-    them (TextAgent and StreamingAgent are never on together)."""
-    found = [(context_budget, "CompactingAgent"), (text_actions, "TextAgent"),
-             (streaming, "StreamingAgent"), (parallel_and_steering, "ParallelAgent")]
-    return [getattr(module, name) for module, name in found if module is not None]
+def compacting(args) -> bool:
+    return context_budget is not None and not args.no_compact
 
 
-# The methods two of the lessons' agents both define, each checked by hand: in lesson_agents'
-# order the first to define it calls super(), so the other's version runs too.
-SHARED = {"ask_model", "run"}
-
-
-def shared_methods(*classes) -> set[str]:
-    """The methods more than one of the classes defines itself (__init__ aside: each of them
-    has one, and each calls super().__init__)."""
-    seen, shared = set(), set()
-    for cls in classes:
-        own = {name for name, value in vars(cls).items()
-               if callable(value) and name != "__init__"}
-        shared |= own & seen
-        seen |= own
-    return shared
-
-
-def check_order(classes) -> None:
-    """Raise TypeError if, stacked in this order, the classes would lose a method: one that two
-    of them define and SHARED does not list (nobody has checked it), or one whose earlier
-    version no longer calls super() (the later one would silently never run)."""
-    shared = shared_methods(*classes)
-    if shared - SHARED:
-        raise TypeError(f"the lessons' agents now both define {sorted(shared - SHARED)}: stacked "
-                        "by agent_class, only the first one's runs unless it calls super(). "
-                        "Check that it does (or change the order), then add it to SHARED")
-    for name in sorted(shared):
-        defining = [cls for cls in classes if name in vars(cls)]
-        for cls in defining[:-1]:
-            if "super" not in vars(cls)[name].__code__.co_names:  # no super() call in it
-                raise TypeError(f"{cls.__name__}.{name} no longer calls super(), so "
-                                f"{defining[-1].__name__}.{name} would never run: put it back, "
-                                "or change the order in lesson_agents")
-
-
-check_order(lesson_agents())  # at import, as agent.py checks its tools
+def streamed(args) -> bool:
+    return streaming is not None and not args.text_actions and not args.no_stream
 
 
 # --- Sessions -------------------------------------------------------------------------------
@@ -306,8 +383,8 @@ check_order(lesson_agents())  # at import, as agent.py checks its tools
 def start_session(folder: Path) -> sessions.Session:
     """A new session file named after the time: 20260101-120000.jsonl, or -2, -3... after it
     when two start in the same second. (new_session never overwrites: it refuses a file that
-    appeared in between.)"""
-    folder.mkdir(parents=True, exist_ok=True)
+    appeared in between.) A folder main.py makes is its owner's only, as the file is."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in itertools.count(1):
         path = folder / (f"{stamp}.jsonl" if n == 1 else f"{stamp}-{n}.jsonl")
@@ -315,10 +392,9 @@ def start_session(folder: Path) -> sessions.Session:
             return sessions.new_session(path)
 
 
-def recorded_workspace(session: sessions.Session) -> str | None:
-    """The workspace the session's branch last worked in (main.py notes it)."""
-    return next((e["workspace"] for e in session.ancestors()
-                 if e["type"] == "note" and "workspace" in e), None)
+def recorded(session: sessions.Session, key: str) -> str | None:
+    """What main.py last noted on the session's branch under key: "workspace", "traces"."""
+    return next((e[key] for e in session.ancestors() if e["type"] == "note" and key in e), None)
 
 
 def shown(path: Path) -> str:
@@ -365,14 +441,17 @@ def run(args, session: sessions.Session) -> int:
     for problem in session.problems:  # a torn last line, say: loaded, and said
         if not (compacting(args) and "of type 'compaction'" in problem):  # read below
             say(f"session: {problem}")
-    workdir = args.workdir or recorded_workspace(session) or "."
+    workdir = args.workdir or recorded(session, "workspace") or "."
     if not Path(workdir).is_dir():
         say(f"main.py: the session worked in {workdir}, which is gone; give --workdir")
         return 2
     root = Path(os.path.realpath(workdir))
-    if recorded_workspace(session) != str(root):
-        session.append("note", text=f"main.py works in {root}", workspace=str(root))
-    bot, tracer = make_agent(args, session, root)
+    traces = Path(os.path.abspath(args.traces or recorded(session, "traces") or HERE / "traces"))
+    if (recorded(session, "workspace"), recorded(session, "traces")) != (str(root), str(traces)):
+        session.append("note", text=f"main.py works in {root}, its traces go to {traces}",
+                       workspace=str(root), traces=str(traces))  # where a resume goes on
+    traces.mkdir(mode=0o700, parents=True, exist_ok=True)
+    bot, tracer = make_agent(args, session, root, traces)
     try:
         go_on_with(session, bot, args)
     except ValueError as exc:  # a branch no model may be sent (SessionError), or a compaction
@@ -382,30 +461,27 @@ def run(args, session: sessions.Session) -> int:
     try:
         return converse(bot, args, tracer)
     finally:
-        say(f"go on with: {again('--resume', shown(session.path))}", args.quiet)
+        say(f"go on with: {again('--resume', shown(session.path), *settings(args))}",
+            args.quiet)
 
 
-def compacting(args) -> bool:
-    return context_budget is not None and not args.no_compact
-
-
-def make_agent(args, session: sessions.Session, root: Path):
+def make_agent(args, session: sessions.Session, root: Path, traces: Path):
     """The agent, its tools in root, its events shown, traced (and recorded: go_on_with)."""
-    shell = not args.no_shell
-    streamed = not args.text_actions and streaming is not None and not args.no_stream
-    tools, registry = make_tools(root, session, shell)
+    tools, registry = make_tools(root, session, not args.no_shell)
     view = [] if args.quiet else [streaming.StreamView() if streaming else agent.print_event]
-    tracer = tracing.Tracer(Path(args.traces) / session.path.stem)
+    tracer = tracing.Tracer(traces / session.path.stem)
     model = args.model or (SCRIPTED_MODEL if args.scripted else os.environ.get("AGENT_MODEL")
                            or session.model())
     options = {"tools": tools, "registry": registry, "max_turns": args.max_turns,
-               "system_prompt": PROMPT + (SHELL_PROMPT if shell else ""),
+               "system_prompt": system_prompt(tools, args.text_actions),
                "on_event": agent.fan_out(*view, tracer)}
+    if parallel_and_steering is not None and not args.no_parallel:
+        options["parallel"] = PARALLEL
     if compacting(args):  # without a budget, it summarises only when a request is refused
         options.update(budget=args.budget, elide_after=args.elide_after)
         if args.budget:
             options["keep_recent"] = args.budget // 4  # tokens of the latest turns kept whole
-    client = make_client(args, streamed, session.messages())
+    client = make_client(args, streamed(args), session.messages())
     return agent_class(args)(client, model, **options), tracer
 
 
@@ -469,12 +545,14 @@ def run_task(bot, text: str, quiet: bool) -> int | None:
 
 
 def figures(trace: Path) -> str:
-    """The run's figures from its trace, in one line."""
-    run = tracing.load_trace(trace)
-    totals = tracing.totals(run)
+    """The run's figures from its trace, in one line. Tokens a server did not report are
+    unknown, not 0, and so is their cost."""
+    totals = tracing.totals(tracing.load_trace(trace))
     cost = "?" if totals["cost"] is None else f"${totals['cost']:.4f}"
+    tokens = ("tokens unknown (the server reported no usage)" if totals["prompt_tokens"] is None
+              else f"{totals['prompt_tokens'] + totals['completion_tokens']:,} tokens")
     return (f"{totals['stop_reason']}, {totals['turns']} turns, {totals['tool_calls']} tool "
-            f"calls, {totals['prompt_tokens'] + totals['completion_tokens']:,} tokens, {cost}")
+            f"calls, {tokens}, {cost}")
 
 
 if __name__ == "__main__":

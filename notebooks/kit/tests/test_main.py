@@ -3,15 +3,19 @@ kit's folder with `python -m pytest`. Most call main.main() in this process (fas
 that need a process of its own (Ctrl-C, a module deleted) start one."""
 
 import contextlib
+import http.server
 import io
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -128,8 +132,8 @@ def test_the_example_creates_edits_and_runs_a_file_each_step_approved(kit):
     session = only_session(kit.tmp)
     assert agent.pairing_problem(session.messages()) is None
     approvals = [e for e in session.path_to() if e["type"] == "approval"]
-    assert [(e["path"], e["approved"]) for e in approvals] == [
-        ("hello.py", True), ("hello.py", True), ("$ python3 hello.py", True)]
+    assert [(e.get("path"), e.get("command"), e["approved"]) for e in approvals] == [
+        ("hello.py", None, True), ("hello.py", None, True), (None, "python3 hello.py", True)]
     [trace] = (kit.tmp / "traces" / session.path.stem).iterdir()
     run = tracing.load_trace(trace)
     assert tracing.trace_problems(run) == [] and run[-1]["stop_reason"] == "done"
@@ -203,7 +207,7 @@ def test_reads_of_one_batch_run_at_the_same_time_unless_told_not_to(kit, monkeyp
 def test_a_session_resumed_goes_on_with_the_same_conversation(kit):
     assert kit(create("a.md", "one\n"), {"content": "Made a.md."}, answers="y\n")[0] == 0
     path = next((kit.tmp / "sessions").iterdir())
-    steps = [{"calls": [call("read_file", path="a.md")]},  # a new process has not read it
+    steps = [{"calls": [call("read_file", path="a.md")]},
              {"calls": [call("edit_file", path="a.md", old_str="one", new_str="two")]},
              {"content": "Changed it."}]
     code, out, err = kit(*steps, answers="y\n", flags=["--resume", str(path)])
@@ -217,6 +221,85 @@ def test_a_session_resumed_goes_on_with_the_same_conversation(kit):
     assert len(ids) == len(set(ids)) == 3  # the scripted model's ids go on, never repeat
     assert len(list((kit.tmp / "traces" / path.stem).iterdir())) == 2  # a trace per run
 
+
+
+def test_a_resumed_session_edits_what_it_read_and_wrote_before_without_reading_again(kit):
+    """The read-before-edit memory (lesson 06's version check) is rebuilt from the session:
+    a new process may edit a file the conversation read, or wrote itself, as it saw it, and
+    is refused one that changed since, as the first process would have been."""
+    (kit.work / "notes.md").write_text("# Notes\n")
+    (kit.work / "plan.md").write_text("- plan\n")
+    first = [{"calls": [call("read_file", path="notes.md"), call("read_file", path="plan.md")]},
+             create("todo.md", "- one\n"), {"content": "Read both, wrote todo.md."}]
+    assert kit(*first, answers="y\n")[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    (kit.work / "plan.md").write_text("- someone else's plan\n")  # changed meanwhile
+    steps = [{"calls": [call("edit_file", path="notes.md", old_str="# Notes\n",
+                             new_str="# Notes\n\n- resumed\n"),
+                        call("edit_file", path="todo.md", old_str="- one\n",
+                             new_str="- one\n- two\n"),
+                        call("edit_file", path="plan.md", old_str="- plan\n", new_str="- x\n")]},
+             {"content": "Edited two; plan.md changed, so I will read it."}]
+    code, out, err = kit(*steps, answers="y\ny\n", flags=["--resume", str(path)])
+    assert code == 0, err
+    assert (kit.work / "notes.md").read_text() == "# Notes\n\n- resumed\n"  # read before
+    assert (kit.work / "todo.md").read_text() == "- one\n- two\n"  # written before
+    assert (kit.work / "plan.md").read_text() == "- someone else's plan\n"
+    results = [m["content"] for m in sessions.load_session(path).messages()[-4:-1]]
+    assert '"approved": true' in results[0] and '"approved": true' in results[1]
+    assert "the file changed since you read it" in results[2]
+
+
+def test_every_file_the_kit_writes_is_its_owner_s_only(kit):
+    """Sessions and traces hold what the model read (a .env line, say): 0600, and the folders
+    main.py makes for them 0700."""
+    (kit.work / ".env").write_text("DB_PASSWORD=correct-horse-battery\n")
+    steps = [{"calls": [call("read_file", path=".env")]}, {"content": "Read it."}]
+    assert kit(*steps)[0] == 0
+    assert kit({"content": "Again."}, flags=["--resume", str(
+        next((kit.tmp / "sessions").iterdir()))])[0] == 0
+    written = [p for folder in ("sessions", "traces") for p in (kit.tmp / folder).rglob("*")
+               if p.is_file()]
+    assert len(written) == 3  # a session, and a trace per run
+    for path in written:
+        assert oct(path.stat().st_mode & 0o777) == oct(0o600), path
+    for folder in ("sessions", "traces"):
+        assert (kit.tmp / folder).stat().st_mode & 0o077 == 0, folder
+
+
+def test_a_resume_writes_where_the_first_run_did_and_repeats_its_settings(kit, monkeypatch):
+    """The session notes its workspace and its traces folder; "go on with" repeats the flags
+    that shape a run (not the script, which the first run used up)."""
+    flags = ["--traces", str(kit.tmp / "elsewhere"), "--no-shell", "--max-turns", "7"]
+    code, out, err = kit({"content": "one"}, flags=flags)
+    assert code == 0, err
+    path = next((kit.tmp / "sessions").iterdir())
+    [said] = [line for line in err.splitlines() if line.startswith("go on with: ")]
+    command = shlex.split(said.removeprefix("go on with: "))
+    assert command[2:] == ["--resume", main.shown(path), "--max-turns", "7", "--no-shell"]
+    script = kit.tmp / "more.json"
+    script.write_text(json.dumps([{"content": "two"}]))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main.main([*command[2:], "--scripted", str(script), "more"]) == 0  # as printed
+    runs = sorted((kit.tmp / "elsewhere" / path.stem).iterdir())
+    assert [p.name for p in runs] == ["run-001.jsonl", "run-002.jsonl"]  # one folder, in order
+    assert not (kit.tmp / "traces").exists() and not (main.HERE / "traces" / path.stem).exists()
+    sent = sessions.load_session(path).messages()[0]["content"]
+    assert "run_command" not in sent  # --no-shell, repeated
+
+
+def test_a_command_s_decision_is_recorded_under_command_and_the_question_says_what_counts(kit):
+    steps = [{"calls": [call("run_command", command="echo hi")]}, {"content": "ok"}]
+    code, out, err = kit(*steps, answers="ok\n")  # "ok" is not yes: it is a reason
+    assert code == 0, err
+    assert "(only y or yes runs it; anything else is a no, and what you type goes to the " \
+        "model as your reason)\nrun this in the workspace? [y/N, or say why not]" in out
+    [approval] = [e for e in only_session(kit.tmp).path_to() if e["type"] == "approval"]
+    assert (approval["command"], approval["approved"], approval["reason"]) == (
+        "echo hi", False, "ok")
+    assert "path" not in approval
+    assert "the person did not let this run: ok. Nothing ran." in \
+        only_session(kit.tmp).messages()[-2]["content"]
 
 def test_resume_works_in_the_session_s_workspace_unless_told_otherwise(kit, monkeypatch):
     assert kit(create("a.md", "one\n"), {"content": "ok"}, answers="y\n")[0] == 0
@@ -258,6 +341,159 @@ def test_help_says_which_optional_modules_are_not_here(monkeypatch, capsys):
         main.main(["--budget", "1000", "task"])
     assert "need context_budget.py" in capsys.readouterr().err
 
+
+
+def test_the_system_prompt_names_the_tools_the_run_has_and_agrees_with_its_protocol(kit):
+    def sent(flags, step):
+        shutil.rmtree(kit.tmp / "sessions", ignore_errors=True)
+        assert kit(step, flags=flags)[0] == 0, flags
+        return only_session(kit.tmp).messages()[0]["content"]
+
+    done = {"content": "ok"}
+    full = sent([], done)
+    assert "The tools you have: read_file, list_files, run_command, edit_file." in full
+    assert "run_command runs a shell command" in full
+    alone = sent(["--no-shell"], done)
+    assert "run_command" not in alone and "read_file, list_files, edit_file." in alone
+    text = sent(["--text-actions"], {"content": json.dumps({"type": "finish", "output": "ok"})})
+    assert "without calling a tool" not in text  # native calling's way to end, not the text's
+    assert "send a finish action" in text and "answer briefly" not in text
+
+
+def test_a_tool_that_is_not_read_only_is_asked_and_runs_alone_unless_chosen(kit, monkeypatch):
+    """A builder's rows in sandbox's tables (README: "Add a tool"): a write tool is asked
+    before each call, as a command is; a read tool runs beside others only if PARALLEL says."""
+    def touch_in(root, path: str) -> dict:
+        (root / path).touch()
+        return {"path": path, "action": "touched"}
+
+    def peek_in(root, path: str) -> dict:
+        return {"path": path, "size": len(main.sandbox.read_in(root, path)["content"])}
+
+    for name, risk, func in (("touch", "write", touch_in), ("peek", "read", peek_in)):
+        monkeypatch.setitem(main.sandbox.RISK, name, risk)
+        monkeypatch.setitem(main.sandbox.FUNCTIONS, name, func)
+        monkeypatch.setitem(main.sandbox.SCHEMAS, name, agent.schema(
+            func, f"{name} a file.", name=name, path="The file."))
+    made, real = [], main.make_agent
+    monkeypatch.setattr(main, "make_agent", lambda *a: made.append(real(*a)) or made[-1])
+    steps = [{"calls": [call("touch", path="a.txt")]}, {"calls": [call("touch", path="b.txt")]},
+             {"content": "Touched b.txt."}]
+    code, out, err = kit(*steps, answers="not that one\ny\n")
+    assert code == 0, err
+    assert 'touch({"path": "a.txt"})' in out and not (kit.work / "a.txt").exists()
+    assert (kit.work / "b.txt").exists()
+    bot = made[0][0]
+    assert bot.parallel == frozenset({"read_file", "list_files"})  # peek: not chosen, alone
+    assert [e["command"] for e in only_session(kit.tmp).path_to() if e["type"] == "approval"] \
+        == ['touch({"path": "a.txt"})', 'touch({"path": "b.txt"})']
+
+
+def test_the_agent_is_the_lessons_agents_in_the_order_main_py_writes_down(kit, monkeypatch):
+    made, real = [], main.make_agent
+    monkeypatch.setattr(main, "make_agent", lambda *a: made.append(real(*a)) or made[-1])
+    assert kit({"content": "ok"})[0] == 0
+    assert kit({"content": json.dumps({"type": "finish", "output": "ok"})},
+               flags=["--text-actions", "--no-parallel"])[0] == 0
+    here = {"CompactingAgent": main.context_budget, "StreamingAgent": main.streaming,
+            "ParallelAgent": main.parallel_and_steering, "TextAgent": main.text_actions}
+    for (bot, _), wanted in zip(made, (["CompactingAgent", "StreamingAgent", "ParallelAgent"],
+                                       ["CompactingAgent", "TextAgent"]), strict=True):
+        assert [cls.__name__ for cls in type(bot).__mro__] == [
+            "KitAgent", *[name for name in wanted if here[name]], "Agent", "object"]
+
+
+# --- A real server, on this machine --------------------------------------------------------------
+
+
+def completion(text: str) -> str:
+    return json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": text}}],
+                       "usage": {"prompt_tokens": 10, "completion_tokens": 2,
+                                 "total_tokens": 12}})
+
+
+def stream_without_usage(text: str) -> str:
+    """Server-sent events of one reply, and no usage in them (as some servers stream)."""
+    chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                           "content": text}}]},
+              {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    return "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+
+
+@pytest.fixture
+def server(monkeypatch, tmp_path):
+    """An OpenAI-compatible server on 127.0.0.1 (http.server, in a thread): each request gets
+    the next of server.answers, (status, headers, body[, seconds to wait first])."""
+    answers, seen = [], []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.headers.get("x-stainless-retry-count"), body))
+            status, headers, text, *wait = answers.pop(0)
+            time.sleep(*wait or [0])
+            data = text.encode()
+            self.send_response(status)
+            for name, value in {"Content-Length": str(len(data)), **headers}.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.handle_error = lambda request, address: None  # a client that gave up: not an error
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    (tmp_path / "work").mkdir()
+    flags = ["--base-url", f"http://127.0.0.1:{httpd.server_port}/v1", "--workdir",
+             str(tmp_path / "work"), "--sessions", str(tmp_path / "sessions"), "--traces",
+             str(tmp_path / "traces")]
+    yield SimpleNamespace(answers=answers, seen=seen, flags=flags)
+    httpd.shutdown()
+    httpd.server_close()
+
+
+RATE_LIMITED = (429, {"Retry-After": "1", "Content-Type": "application/json"},
+                json.dumps({"error": {"message": "Rate limit reached", "type": "requests"}}))
+
+
+@pytest.mark.skipif(main.streaming is None, reason="streaming.py is not in this kit")
+def test_a_retry_is_said_with_the_wait_the_server_asked_for_and_unknown_tokens_as_unknown(
+        server, capsys):
+    server.answers += [RATE_LIMITED,
+                       (200, {"Content-Type": "text/event-stream"}, stream_without_usage("Hi."))]
+    started = time.monotonic()
+    assert main.main([*server.flags, "Say hi."]) == 0
+    out, err = capsys.readouterr()
+    assert time.monotonic() - started >= 1  # the SDK waited as Retry-After said
+    assert [retry for retry, _ in server.seen] == ["0", "1"]
+    said = err.splitlines()
+    refused = said.index("model server: 429 Too Many Requests, retry after 1 s (Retry-After)")
+    assert said[refused + 1] == "model request: sent again, retry 1"
+    assert "Hi." in out
+    assert "0 tokens" not in err and "tokens unknown (the server reported no usage), ?" in err
+
+
+def test_timeout_and_max_retries_go_to_the_client_and_a_stall_is_said(server, capsys):
+    server.answers += [(200, {"Content-Type": "application/json"}, completion("late"), 2),
+                       (200, {"Content-Type": "application/json"}, completion("On time."))]
+    flags = [*server.flags, "--no-stream", "--timeout", "0.3", "--max-retries", "1"]
+    assert main.main([*flags, "Say hi."]) == 0
+    out, err = capsys.readouterr()
+    assert "model request: sent again, retry 1 (no answer to the last one: a timeout or a " \
+        "lost connection)" in err
+    assert "On time." in out and "12 tokens" in err
+    server.answers += [RATE_LIMITED]
+    assert main.main([*flags[:-1], "0", "Say hi."]) == 1  # --max-retries 0: no second try
+    assert "429" in capsys.readouterr().err
+    client = main.make_client(main.parse_args([*flags, "task"]), False, [])
+    assert (client.timeout, client.max_retries) == (0.3, 1)
 
 # --- Compaction (lesson 12) -------------------------------------------------------------------
 
@@ -306,6 +542,28 @@ def test_a_request_the_server_refuses_as_too_long_is_summarised_and_sent_again(k
     sent = clients[0].requests[-1]["messages"]
     assert "a" * 6_000 not in json.dumps(sent) and "a.txt holds 6,000 a's." in json.dumps(sent)
     assert agent.pairing_problem(sent) is None
+    [trace] = (kit.tmp / "traces" / session.path.stem).iterdir()
+    if main.streaming is not None:  # CompactingAgent first, StreamingAgent after: both ran
+        assert any(r["type"] == "message_update" for r in tracing.load_trace(trace))
+
+
+@needs_compaction
+@pytest.mark.skipif(main.text_actions is None, reason="text_actions.py is not in this kit")
+def test_a_model_without_tool_calling_is_compacted_too(kit, clients):
+    """TextAgent's run runs inside CompactingAgent's: a refused request is summarised, and
+    the finish action still ends the task."""
+    clients.window = 3_000
+    reads = [{"content": json.dumps({"type": "call_tool", "name": "read_file",
+                                     "arguments": {"path": name}})} for name in ("a.txt", "b.txt")]
+    two_reads(kit)
+    steps = [*reads, {"content": "a.txt holds 6,000 a's."},
+             {"content": json.dumps({"type": "finish", "output": "Both read."})}]
+    code, out, err = kit(*steps, flags=["--text-actions"])
+    assert code == 0, err
+    session = only_session(kit.tmp)
+    [compaction] = [e for e in session.path_to() if e["type"] == "compaction"]
+    assert compaction["summary"] == "a.txt holds 6,000 a's."
+    assert "Both read." in out
 
 
 @needs_compaction
@@ -405,7 +663,7 @@ def test_ctrl_c_in_the_middle_of_a_command_leaves_a_session_that_resume_continue
 
 @pytest.mark.parametrize("deleted", [
     ["streaming.py", "streaming_model.py", "parallel_and_steering.py", "context_budget.py",
-     "text_actions.py", "guards.py", "evaluation.py"]])
+     "text_actions.py", "guards.py"]])
 def test_main_runs_with_the_optional_modules_deleted(deleted, tmp_path):
     smaller = tmp_path / "kit"
     shutil.copytree(KIT, smaller, ignore=shutil.ignore_patterns(*deleted, "__pycache__",
