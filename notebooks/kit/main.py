@@ -32,6 +32,7 @@ import json
 import os
 import shlex
 import sys
+import threading
 import time
 from functools import partial
 from importlib.util import find_spec
@@ -234,13 +235,15 @@ def as_step(item) -> dict:
 
 def make_client(args, streamed: bool, history: list[dict]):
     """The scripted model, or the real one (the openai SDK reads OPENAI_API_KEY and
-    OPENAI_BASE_URL itself; it retries a failed request, and retry_notices says so)."""
+    OPENAI_BASE_URL itself; it retries a failed request, and main.py says so)."""
     if not args.scripted:
         options = {"base_url": args.base_url, "timeout": args.timeout,
                    "max_retries": args.max_retries}
-        return openai.OpenAI(**{k: v for k, v in options.items() if v is not None},
-                             http_client=openai.DefaultHttpxClient(
-                                 event_hooks=retry_notices(args.quiet)))
+        client = openai.OpenAI(**{k: v for k, v in options.items() if v is not None},
+                               http_client=openai.DefaultHttpxClient(
+                                   event_hooks=retry_notices(args.quiet)))
+        client.chat.completions.create = still_waiting(client.chat.completions.create, args)
+        return client
     client = (streaming_model.StreamingScriptedClient(args.scripted) if streamed
               else agent.ScriptedClient(args.scripted))
     # It numbers its calls call_1, call_2...: on a resumed history, go on from its last one,
@@ -250,31 +253,50 @@ def make_client(args, streamed: bool, history: list[dict]):
 
 
 RETRIED = {408, 409, 429}  # and every 5xx: the statuses the openai SDK retries on
+STILL_WAITING = 10  # seconds without an answer before main.py says it is still waiting
 
 
 def retry_notices(quiet: bool) -> dict:
-    """httpx event hooks that say when a model request failed in a way the SDK retries (with
-    the wait a server asked for, Retry-After), and when it is sent again: the SDK numbers
-    each attempt in its x-stainless-retry-count header. A request that got no answer at all
-    (a timeout, a lost connection) shows as a retry after no status."""
-    answered = [True]
+    """httpx event hooks that say what the SDK does quietly: a failure it retries (with the
+    wait a server asked for, Retry-After), and each attempt it sends again (it numbers them
+    in its x-stainless-retry-count header), saying if the last one had no answer at all."""
+    answered = True
 
     def on_request(request):
-        retry = int(request.headers.get("x-stainless-retry-count", "0") or 0)
+        nonlocal answered
+        retry = int(request.headers.get("x-stainless-retry-count") or 0)
         if retry:
-            why = "" if answered[0] else " (no answer to the last one: a timeout or a lost " \
-                "connection)"
+            why = "" if answered else " (no answer to the last one: a timeout or a lost connection)"
             say(f"model request: sent again, retry {retry}{why}", quiet)
-        answered[0] = False
+        answered = False
 
     def on_response(response):
-        answered[0] = True
+        nonlocal answered
+        answered = True
         if response.status_code in RETRIED or response.status_code >= 500:
             wait = response.headers.get("retry-after")
             say(f"model server: {response.status_code} {response.reason_phrase}"
                 + (f", retry after {wait} s (Retry-After)" if wait else ""), quiet)
 
     return {"request": [on_request], "response": [on_response]}
+
+
+def still_waiting(create, args):
+    """create, saying so when one call of it has had no answer for STILL_WAITING seconds (a
+    stalled server, or the SDK's retries and their waits)."""
+    timeout = openai.DEFAULT_TIMEOUT.read if args.timeout is None else args.timeout
+
+    def create_and_say(**request):
+        notice = threading.Timer(STILL_WAITING, say, [
+            f"model request: no answer after {STILL_WAITING:g} s; still waiting (--timeout: "
+            f"{timeout:g} s a try)", args.quiet])
+        notice.daemon = True
+        notice.start()
+        try:
+            return create(**request)
+        finally:
+            notice.cancel()
+    return create_and_say
 
 
 def ask_command(command: str, shown: str) -> diff_approval.Decision:

@@ -480,20 +480,25 @@ def test_a_retry_is_said_with_the_wait_the_server_asked_for_and_unknown_tokens_a
     assert "0 tokens" not in err and "tokens unknown (the server reported no usage), ?" in err
 
 
-def test_timeout_and_max_retries_go_to_the_client_and_a_stall_is_said(server, capsys):
+def test_timeout_and_max_retries_go_to_the_client_and_a_stall_is_said(server, capsys,
+                                                                       monkeypatch):
+    monkeypatch.setattr(main, "STILL_WAITING", 0.1)  # seconds: 10 in use
     server.answers += [(200, {"Content-Type": "application/json"}, completion("late"), 2),
                        (200, {"Content-Type": "application/json"}, completion("On time."))]
-    flags = [*server.flags, "--no-stream", "--timeout", "0.3", "--max-retries", "1"]
+    flags = [*server.flags, "--no-stream", "--timeout", "0.5", "--max-retries", "1"]
     assert main.main([*flags, "Say hi."]) == 0
     out, err = capsys.readouterr()
-    assert "model request: sent again, retry 1 (no answer to the last one: a timeout or a " \
-        "lost connection)" in err
+    said = err.splitlines()
+    stalled = said.index("model request: no answer after 0.1 s; still waiting (--timeout: "
+                         "0.5 s a try)")
+    assert said[stalled + 1] == "model request: sent again, retry 1 (no answer to the last " \
+        "one: a timeout or a lost connection)"
     assert "On time." in out and "12 tokens" in err
     server.answers += [RATE_LIMITED]
     assert main.main([*flags[:-1], "0", "Say hi."]) == 1  # --max-retries 0: no second try
     assert "429" in capsys.readouterr().err
     client = main.make_client(main.parse_args([*flags, "task"]), False, [])
-    assert (client.timeout, client.max_retries) == (0.3, 1)
+    assert (client.timeout, client.max_retries) == (0.5, 1)
 
 # --- Compaction (lesson 12) -------------------------------------------------------------------
 
