@@ -382,7 +382,7 @@ def agent_class(args) -> type:
         parts.append(text_actions.TextAgent)
     elif streamed(args):
         parts.append(streaming.StreamingAgent)
-    if parallel_and_steering is not None and not args.no_parallel:
+    if parallel(args):
         parts.append(parallel_and_steering.ParallelAgent)
 
     class KitAgent(*parts, agent.Agent):
@@ -397,6 +397,10 @@ def compacting(args) -> bool:
 
 def streamed(args) -> bool:
     return streaming is not None and not args.text_actions and not args.no_stream
+
+
+def parallel(args) -> bool:
+    return parallel_and_steering is not None and not args.no_parallel
 
 
 # --- Sessions -------------------------------------------------------------------------------
@@ -497,8 +501,8 @@ def make_agent(args, session: sessions.Session, root: Path, traces: Path):
     options = {"tools": tools, "registry": registry, "max_turns": args.max_turns,
                "system_prompt": system_prompt(tools, args.text_actions),
                "on_event": agent.fan_out(*view, tracer)}
-    if parallel_and_steering is not None and not args.no_parallel:
-        options["parallel"] = PARALLEL
+    if parallel(args):
+        options["parallel"] = PARALLEL  # the tools that may run together: main.py's choice
     if compacting(args):  # without a budget, it summarises only when a request is refused
         options.update(budget=args.budget, elide_after=args.elide_after)
         if args.budget:
