@@ -16,4 +16,6 @@ them imports this package. Each module says which lesson brought it in.
   text_models  models without tool calling, scripted: action and finish texts, lesson 03's
             four tasks written as such a model writes them, a model that reads the repeat
             warning (lesson 08)
+  delegation_lab  lesson 16's scripted parents and subagents, the plan's live view; shop.py is
+            the twelve-module package with one bug they search (lesson 16)
 """
