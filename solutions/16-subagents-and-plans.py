@@ -17,7 +17,7 @@ def make_delegate(root, new_client):
 
     def delegate(task: str) -> str:
         child = agent.Agent(new_client(), "scripted", tools=tools, registry=registry,
-                            system_prompt=sp.CHILD_PROMPT, max_turns=6, on_event=None)
+                            system_prompt=sp.CHILD_PROMPT, max_turns=12, on_event=None)
         answer = child.chat(task)
         if child.stop_reason != "done":
             raise RuntimeError(f"the subagent stopped without an answer ({child.stop_reason})")

@@ -86,14 +86,14 @@ def _(t, make_delegate):
             assert "not yours" not in said, "the child read a file outside the workspace"
         finally:
             outside.unlink()
-    with t.case("a child that never answers stops after 6 model calls, and the tool raises"):
+    with t.case("a child that never answers stops after 12 model calls, and the tool raises"):
         clients = Clients(looping())
         try:
             said = make_delegate(folder, clients)(SEARCH_TASK)
         except Exception:
             said = None
         made = len(clients.made[0].requests)
-        assert made == 6, f"the looping child made {made} model calls, not 6"
+        assert made == 12, f"the looping child made {made} model calls, not 12"
         assert said is None, f"the tool returned {said[:80]!r} instead of raising: the parent's " \
                              "model would take the stop message for an answer"
 
@@ -162,7 +162,7 @@ def _(t, check_claims):
         assert check_claims(true_claim + "\nshop/cart.py:4: def old_cart():", folder), \
             "one true claim and one false: the false one is a problem"
     with t.case("a claim cannot make you read outside the workspace"):
-        outside = folder.parent / "outside-16-3.txt"
+        outside = folder.parent / "outside_16_3.py"
         outside.write_text("secret\n")
         try:
             problems = check_claims(f"../{outside.name}:1: secret", folder)
