@@ -242,6 +242,8 @@ def test_the_lessons_token_table_is_what_the_code_computes(shop, path):
         x["prompt_tokens"] for x in columns[0])
     everything = parent + sum(x["prompt_tokens"] for x in columns[2])
     assert f"{parent / alone:.0%}" in text and f"{everything / alone:.0%}" in text
+    child = runs["delegating"][0].registry["delegate"].children[0]
+    assert sp.cost_note(child) in " ".join(text.split()), "the cost line the lesson quotes"
 
 
 # --- the child in the trace (lesson 07) ----------------------------------------------------------
