@@ -32,4 +32,6 @@ them imports this package. Each module says which lesson brought it in.
   streaming_model  StreamingScriptedClient, a scripted model that streams, cut at awkward
             places in the shape one of four servers gives; server_sent_events, the bytes a
             server sends for it (lesson 11; the builder's kit gets a copy)
+  delegation_lab  lesson 16's scripted parents and subagents, the plan's live view; shop.py is
+            the twelve-module package with one bug they search (lesson 16)
 """
