@@ -398,7 +398,7 @@ def test_the_sloppy_model_edits_from_memory_then_overwrites_the_file(tmp_path):
     assert [(s.name, s.arguments["old_str"], s.failed) for s in seen] == [
         ("edit_file", "timeout = 10", True), ("edit_file", "", False)]
     assert world.text("settings.ini") == "timeout  = 30\n" and bot.stop_reason == "done"
-    careful = characters.sloppy(task, 1, care=1.0)  # on the runs where its coin says so, it reads first
+    careful = characters.sloppy(task, 1, care=1.0)  # on the runs its coin says so, it reads first
     assert careful.steps[0]([]) == tool_call("list_files", path=".")  # asked with no history
 
 
@@ -682,7 +682,8 @@ def test_two_runners_never_write_one_file(tmp_path):
 
 def run(model, task, n, passed, said_done=True, turns=3, cost=0.01, **more):
     return {"type": "run", "model": model, "task": task, "run": n, "passed": passed,
-            "ended": "done" if said_done else "stopped", "said_done": said_done, "false_done": said_done and not passed, "turns": turns,
+            "ended": "done" if said_done else "stopped", "said_done": said_done,
+            "false_done": said_done and not passed, "turns": turns,
             "tool_calls": None if turns is None else turns - 1, "tool_errors": 0,
             "prompt_tokens": 900, "completion_tokens": 100, "cost": cost, "wall_time": 2.0,
             "failure": None, "reason": None if passed else "a check failed", "checks": [],
@@ -828,9 +829,12 @@ COURSE_SUITE = ["--suite", str(PROPS / "tasks.py"), "--suite", str(PROPS / "char
     (["run", "-k", "0"], "argument -k: must be a whole number of at least 1, not '0'"),
     (["run", "--workers", "many"], "argument --workers: must be a whole number"),
     (["run", "--time-limit", "-3"], "argument --time-limit: must be a number of seconds above 0"),
-    (["run", "--model", "competent", "--tasks", "answer-port,fly"], "--tasks: no task fly; the tasks are answer-port"),
-    (["run", "--model", "competent", "-o", "nowhere/r.jsonl"], "--output nowhere/r.jsonl: not a file in an existing"),
-    (["run", "--model", "competent", "-o", "exists.jsonl"], "--output exists.jsonl exists; give --overwrite"),
+    (["run", "--model", "competent", "--tasks", "answer-port,fly"],
+     "--tasks: no task fly; the tasks are answer-port"),
+    (["run", "--model", "competent", "-o", "nowhere/r.jsonl"],
+     "--output nowhere/r.jsonl: not a file in an existing"),
+    (["run", "--model", "competent", "-o", "exists.jsonl"],
+     "--output exists.jsonl exists; give --overwrite"),
     (["run", "--overwrite", "--resume"], "not allowed with argument"),
     (["run", "--model", "real"], "--model real needs OPENAI_API_KEY"),
     (["compare", "a.jsonl"], "the following arguments are required: after"),
@@ -960,3 +964,30 @@ def test_the_exercises_checks_catch_the_naive_answer(exercise, answer, caught_by
     report = course.check(exercise, answer)
     failed = [what for ok, what, _ in report.results if not ok]
     assert not report.passed and any(what.startswith(caught_by) for what in failed), repr(report)
+
+
+# --- the figures the lesson states are the notebook's -----------------------------------------
+
+
+def committed_output(source_start: str) -> str:
+    """The text the committed notebook shows for the code cell that starts so (nbval checks
+    that the code prints it today)."""
+    cells = json.loads((ROOT / "notebooks" / "13-evaluation.ipynb").read_text(encoding="utf-8"))
+    for cell in cells["cells"]:
+        if cell["cell_type"] == "code" and "".join(cell["source"]).startswith(source_start):
+            return "\n".join("".join(o.get("text") or o.get("data", {}).get("text/plain", ""))
+                             for o in cell["outputs"])
+    raise LookupError(source_start)
+
+
+@pytest.mark.parametrize("lesson", ["13-evaluation.md", "zh/13-evaluation.md"])
+def test_the_lessons_ranking_table_is_what_the_notebook_prints(lesson):
+    text = (ROOT / "lessons" / lesson).read_text(encoding="utf-8")
+    stated = [[cell.strip() for cell in line.strip("|").split("|")] for line in text.split("\n")
+              if re.match(r"\| (competent|sloppy|reckless|looping|confabulating) \|", line)]
+    printed = [line.split() for line in committed_output("course.table(*ranking(runs))")
+               .split("\n")[2:] if line.strip()]
+    assert stated and stated == [row[:len(stated[0])] for row in printed]
+    aa = committed_output("week_2 = ")
+    assert "sloppy count-todos: solved 2/3 -> 0/3" in aa  # the A/A comparison the lesson quotes
+    assert "2/3" in text and "0/3" in text
