@@ -34,4 +34,10 @@ them imports this package. Each module says which lesson brought it in.
             server sends for it (lesson 11; the builder's kit gets a copy)
   delegation_lab  lesson 16's scripted parents and subagents, the plan's live view; shop.py is
             the twelve-module package with one bug they search (lesson 16)
+  tasks     the course's task suite: twelve small coding tasks with their verifiers and
+            reference solutions, TASKS and TASK by name (lesson 13)
+  characters
+            lesson 13's scripted characters: MODELS (competent, sloppy, looping, reckless,
+            confabulating), TROUBLE (hanging, stubborn, crashing, raising), and on_stage, the
+            fake clock and timed agent for repeatable wall times
 """
