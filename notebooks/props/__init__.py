@@ -8,4 +8,7 @@ them imports this package. Each module says which lesson brought it in.
   text_models  models without tool calling, scripted: action and finish texts, lesson 03's
             four tasks written as such a model writes them, a model that reads the repeat
             warning (lesson 08)
+  mcp_lab   lesson 15's lab: its two MCP servers (tracker_server.py, unruly_server.py), the
+            skills folder (skills/), a git repository with a broken file, scripted models that
+            read git, choose a skill or obey a tool's description, and a strict server
 """
