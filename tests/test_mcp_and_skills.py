@@ -308,7 +308,7 @@ def test_a_schema_or_name_a_strict_server_rejects_fails_every_request_unless_con
     assert registry["unruly__stats"]() == "3 calls"
 
 
-# --- a tool list that changes -----------------------------------------------------------------------
+# --- a tool list that changes --------------------------------------------------------------------
 
 
 def test_a_tool_list_that_changes_is_noticed_and_listed_again(unruly):
@@ -459,7 +459,7 @@ def test_the_scripted_model_picks_the_skill_the_task_needs_and_follows_its_steps
         {"skill": "release-notes"}
 
 
-# --- for builders -----------------------------------------------------------------------------------
+# --- for builders --------------------------------------------------------------------------------
 
 
 def test_with_server_and_with_skills_add_a_server_behind_a_policy_and_a_skills_folder(
@@ -516,7 +516,7 @@ def test_ask_before_call_shows_the_call_and_only_yes_sends_it(monkeypatch):
         assert not mcs.ask_before_call("x", "x()\n").approved
 
 
-# --- what the lesson says --------------------------------------------------------------------------
+# --- what the lesson says ------------------------------------------------------------------------
 
 
 def lesson_texts() -> list[Path]:
@@ -546,8 +546,8 @@ def test_the_figures_the_lesson_states_are_printed_by_the_notebook():
     shown = notebook_outputs()
     schemas = re.search(r"12 tools, ([\d,]+) characters of schemas.*agent\.TOOLS: ([\d,]+)",
                         shown)
-    catalog = re.search(r"the catalog: (\d+) characters, in every request; the bodies: (\d+)",
-                        shown)
+    catalog = re.search(r"the catalog: ([\d,]+) characters, in every request; the bodies: "
+                        r"([\d,]+)", shown)
     more = re.search(r"\(b\) costs less than \(c\) from about (\d+) more skills", shown)
     assert schemas and catalog and more, "the notebook no longer prints these figures"
     for text in lesson_texts():
@@ -562,7 +562,7 @@ def test_the_lesson_shows_the_tracker_server_exactly_as_the_notebook_starts_it()
         assert TRACKER_SERVER.read_text() in blocks, f"{text.name}: the server's code differs"
 
 
-# --- take it with you -------------------------------------------------------------------------------
+# --- take it with you ----------------------------------------------------------------------------
 
 
 TAKE_AWAY = r"""
