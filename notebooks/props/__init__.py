@@ -40,4 +40,7 @@ them imports this package. Each module says which lesson brought it in.
             lesson 13's scripted characters: MODELS (competent, sloppy, looping, reckless,
             confabulating), TROUBLE (hanging, stubborn, crashing, raising), and on_stage, the
             fake clock and timed agent for repeatable wall times
+  mcp_lab   lesson 15's lab: its two MCP servers (tracker_server.py, unruly_server.py), the
+            skills folder (skills/), a git repository with a broken file, scripted models that
+            read git, choose a skill or obey a tool's description, and a strict server
 """
