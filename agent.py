@@ -44,7 +44,7 @@ from openai.types.chat import ChatCompletion
 
 # --- 1. Model config ----------------------------------------------------------------------
 # The openai SDK reads OPENAI_API_KEY and OPENAI_BASE_URL itself; the model name is ours.
-# Any OpenAI-compatible server works: set OPENAI_BASE_URL to its /v1 address.
+# Any OpenAI-compatible server works: set OPENAI_BASE_URL to its base URL (often .../v1).
 DEFAULT_MODEL = "gpt-4.1-mini"
 MAX_TURNS = 20  # model calls per chat() before we stop, whatever the model wants
 MAX_TOOL_OUTPUT = 20_000  # characters of one tool result that may enter the context

@@ -21,6 +21,8 @@ sys.path[:0] = [str(ROOT / "notebooks"), str(ROOT)]
 
 import course  # noqa: E402,F401  (puts the notebooks' modules on the import path)
 import evaluation  # noqa: E402
+from props.characters import MODELS  # noqa: E402
+from props.tasks import TASKS  # noqa: E402
 
 
 def timed(function) -> float:
@@ -35,7 +37,7 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4,8", help="comma-separated (default 1,2,4,8)")
     parser.add_argument("--repeat", type=int, default=2, help="best of this many (default 2)")
     args = parser.parse_args()
-    models, tasks = list(evaluation.MODELS), evaluation.TASKS
+    models, tasks = MODELS, TASKS
     runs = len(models) * len(tasks) * args.k
     pytest_runs = sum(c.kind == "pytest" for t in tasks for c in t.checks) * len(models) * args.k
     print(f"{runs} runs ({len(models)} models x {len(tasks)} tasks x k={args.k}), "
@@ -52,7 +54,7 @@ def main() -> None:
             for model in models:
                 for task in tasks:
                     for run in range(1, args.k + 1):
-                        evaluation.run_one(task, model, run)
+                        evaluation.run_one(task, model, run, models=models)
 
         base = min(timed(in_process) for _ in range(args.repeat))
         print(f"\n{'workers':>8}  {'wall time':>9}  {'runs/s':>7}  {'speed-up':>8}")

@@ -1,31 +1,41 @@
-"""Lesson 13's evaluation code, loaded from the notebook itself (its `export` cells).
+"""Lesson 13's evaluation code, loaded from the notebook itself (its `export` cells), with the
+course's suite and characters (props.tasks, props.characters).
 
-The verifiers are run against workspaces made by hand, one passing and one failing each; the
-tasks against their own set-up and reference solution; the runner against models that hang,
-crash and raise, and against a runner killed for real. Orders are forced with events, never
-with sleeps; time limits in these tests are a second or less."""
+The verifiers are run against workspaces made by hand, one passing and one failing each, and
+against tricks that try to make pytest pass from outside the task's tests; the tasks against
+their own set-up and reference solution; the runner against models that hang, crash and raise,
+and against a runner killed for real. Orders are forced with events, never with sleeps; time
+limits in these tests are a second or less."""
 
+import ast
 import io
 import json
 import multiprocessing
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
 import course
+import evaluation as ev
 import pytest
-from course import load_notebook
+from props import characters
+from props.characters import MODELS, TROUBLE
+from props.tasks import TASK, TASK_NAMES, TASKS
 
+import agent
 from agent import ScriptedClient, reply, tool_call
 
-ev = load_notebook("13-evaluation")
 ROOT = Path(__file__).resolve().parent.parent
-FAST = ev.Settings(clock="simulated", time_limit=5, grace=0.2)
+FAST = ev.Settings(time_limit=5, grace=0.2)
+ON_STAGE = characters.on_stage(ev.build_agent)  # the fake clock: wall times that repeat
 
 
 @pytest.fixture(autouse=True)
@@ -35,10 +45,6 @@ def temporary_folders_here(tmp_path, monkeypatch):
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     monkeypatch.chdir(tmp_path)
-
-
-def task_named(name: str) -> "ev.Task":
-    return ev.TASKS[ev.TASK_NAMES.index(name)]
 
 
 def world_of(files: dict, tmp_path: Path, answer: str = "", name: str = "world") -> "ev.World":
@@ -146,6 +152,106 @@ def test_tests_pass_stops_tests_that_hang(tmp_path):
     assert ev.tests_pass(timeout=0.5).test(world) == "the tests did not finish within 0.5 s"
 
 
+# Nothing but the task's own tests decides: each trick below makes the untouched fix-total's
+# pytest exit 0 when the part of tests_pass that stops it is left out (issue 23, item 11).
+
+ALL_PASS = """import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
+FAILS = "python -m pytest exited with 1: 2 failed; E assert 5 == 6"  # the untouched fix-total
+
+
+def untouched_fix_total(tmp_path) -> "ev.World":
+    return ev.prepare(TASK["fix-total"], tmp_path / "world")
+
+
+def exit_status(world, command: str) -> int:
+    return ev.sandbox.run_in(world.workspace, command, timeout=30)["exit_code"]
+
+
+def test_a_conftest_above_the_workspace_does_not_decide_the_verdict(tmp_path):
+    world = untouched_fix_total(tmp_path)
+    (tmp_path / "conftest.py").write_text(ALL_PASS)  # in a folder above the run's
+    assert exit_status(world, ev.PYTEST.replace(" --confcutdir .", "")) == 0  # it would pass
+    assert ev.tests_pass().test(world) == FAILS
+    assert exit_status(world, ev.PYTEST) == 1  # --confcutdir alone, as with a set-up conftest
+
+
+def test_a_conftest_the_run_added_is_not_loaded_but_the_set_ups_own_is(tmp_path):
+    world = untouched_fix_total(tmp_path)
+    (world.workspace / "conftest.py").write_text(ALL_PASS)
+    assert exit_status(world, ev.PYTEST) == 0  # loaded, it would pass everything
+    assert ev.tests_pass().test(world) == FAILS
+    fixture = "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n"
+    own = world_of({"conftest.py": fixture, "test_two.py": "def test_two(two):\n"
+                    "    assert two == 2\n"}, tmp_path, name="own")
+    assert ev.tests_pass().test(own) == ""  # a project's own conftest.py works
+
+
+def test_a_test_file_the_run_added_is_not_run(tmp_path):
+    world = untouched_fix_total(tmp_path)
+    (world.workspace / "test_aaa.py").write_text("import cart\n\ncart.total = sum\n")
+    assert exit_status(world, ev.PYTEST) == 0  # collected first, it replaces the bug
+    assert ev.tests_pass().test(world) == FAILS
+    world = world_of({"test_nothing.py": "def test_it():\n    assert True\n"}, tmp_path,
+                     name="no-own-tests")
+    world.before = {}  # a set-up with no test files: every test pytest finds is run
+    assert ev.tests_pass().test(world) == ""
+
+
+def plant_plugin(folder: Path) -> None:
+    """A pytest plugin with an entry point in folder: a module and its .dist-info."""
+    (folder / "allpass.py").write_text(ALL_PASS)
+    info = folder / "allpass-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: allpass\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nallpass = allpass\n")
+
+
+def test_a_plugin_the_run_planted_in_the_workspace_is_not_loaded(tmp_path):
+    world = untouched_fix_total(tmp_path)
+    plant_plugin(world.workspace)
+    weaker = ev.PYTEST.replace("PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ", "").replace(" -I", "")
+    assert exit_status(world, weaker) == 0
+    assert ev.tests_pass().test(world) == FAILS
+
+
+def test_a_plugin_installed_in_the_environment_is_not_loaded(tmp_path, monkeypatch):
+    """A Python environment with a pytest plugin installed (an entry point in its
+    site-packages), and the course's packages beside it: PYTEST_DISABLE_PLUGIN_AUTOLOAD is
+    what keeps the plugin out (-I does not: site-packages is still on the path)."""
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True,
+                   timeout=60)
+    python = env / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig."
+                                "get_paths()['purelib'])"], capture_output=True, text=True,
+                               check=True).stdout.strip())
+    (site / "course-packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    plant_plugin(site)
+    monkeypatch.setattr(ev, "PYTEST", ev.PYTEST.replace(shlex.quote(sys.executable),
+                                                        shlex.quote(str(python))))
+    world = untouched_fix_total(tmp_path)
+    assert exit_status(world, ev.PYTEST.replace("PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ", "")) == 0
+    assert ev.tests_pass().test(world) == FAILS
+
+
+def test_an_ini_file_or_a_pytest_py_in_the_workspace_does_not_decide_the_verdict(tmp_path):
+    world = untouched_fix_total(tmp_path)
+    (world.workspace / "pytest.ini").write_text("[pytest]\naddopts = --collect-only\n")
+    assert exit_status(world, ev.PYTEST.replace(f" -c {os.devnull}", "")) == 0
+    assert ev.tests_pass().test(world) == FAILS
+    (world.workspace / "pytest.ini").unlink()
+    (world.workspace / "pytest.py").write_text("raise SystemExit(0)\n")
+    assert exit_status(world, ev.PYTEST.replace(" -I", "")) == 0
+    assert ev.tests_pass().test(world) == FAILS
+
+
 RENAME = {
     "shop.py": "def calc_total(items):\n    return 1\n\n\ndef recalc_totals(o):\n"
                "    return [calc_total(x) for x in o]\n",
@@ -169,7 +275,7 @@ def test_renamed_wants_the_new_name_everywhere_and_nothing_else_changed(tmp_path
 
 
 def test_answer_names_reads_the_fact_from_the_file_and_answer_omits_the_wrong_one(tmp_path):
-    task = task_named("answer-port")
+    task = TASK["answer-port"]
     world = ev.prepare(task, tmp_path / "port")
     names, omits = task.checks
     world.answer = "It listens on port 8417."
@@ -231,7 +337,7 @@ def test_a_check_that_raises_fails_and_says_why(tmp_path):
                           "detail": "the check itself failed: KeyError: 'config.ini'"}
 
 
-@pytest.mark.parametrize("task", ev.TASKS, ids=ev.TASK_NAMES)
+@pytest.mark.parametrize("task", TASKS, ids=TASK_NAMES)
 def test_every_task_fails_untouched_and_passes_with_its_reference_solution(task, tmp_path):
     world = ev.prepare(task, tmp_path / task.name)
     assert not all(r["ok"] for r in ev.verify(task, world)), "a task that passes untouched"
@@ -240,8 +346,8 @@ def test_every_task_fails_untouched_and_passes_with_its_reference_solution(task,
 
 
 def test_the_suite_has_twelve_tasks_of_every_kind_of_check():
-    assert len(ev.TASKS) >= 12 and len(set(ev.TASK_NAMES)) == len(ev.TASKS)
-    kinds = {check.kind for task in ev.TASKS for check in task.verifier()}
+    assert len(TASKS) >= 12 and len(set(TASK_NAMES)) == len(TASKS)
+    kinds = {check.kind for task in TASKS for check in task.verifier()}
     assert kinds == set(ev.KINDS)
 
 
@@ -260,9 +366,9 @@ def test_the_suite_has_twelve_tasks_of_every_kind_of_check():
 ])
 def test_edits_turn_before_into_after_each_old_str_unique_when_sent(before, after):
     text = before
-    for old, new in ev.edits(before, after):
+    for old, new in characters.edits(before, after):
         if old:
-            assert ev.agent.occurrences(text, old) == 1, (old, text)
+            assert agent.occurrences(text, old) == 1, (old, text)
             text = text.replace(old, new, 1)
         else:
             text = new  # edit_file with old_str "" writes the whole file
@@ -274,37 +380,37 @@ def test_edits_turn_before_into_after_each_old_str_unique_when_sent(before, afte
 
 def history(model: str, task, tmp_path, run: int = 1):
     world = ev.prepare(task, tmp_path / model)
-    bot = ev.build_agent(ev.MODELS[model](task, run), world, ev.Settings(), time.time, None)
+    bot = ev.build_agent(MODELS[model](task, run), world, ev.Settings())
     world.answer = bot.chat(task.text)
     return world, bot, ev.observations(bot.messages)
 
 
 def test_the_competent_model_reads_before_it_edits_and_passes(tmp_path):
-    task = task_named("set-timeout")
+    task = TASK["set-timeout"]
     world, bot, seen = history("competent", task, tmp_path)
     assert [s.name for s in seen] == ["list_files", "read_file", "edit_file"]
     assert not any(s.failed for s in seen) and all(r["ok"] for r in ev.verify(task, world))
 
 
 def test_the_sloppy_model_edits_from_memory_then_overwrites_the_file(tmp_path):
-    task = task_named("set-timeout")
+    task = TASK["set-timeout"]
     world, bot, seen = history("sloppy", task, tmp_path)  # run 1: a run where it does not read
     assert [(s.name, s.arguments["old_str"], s.failed) for s in seen] == [
         ("edit_file", "timeout = 10", True), ("edit_file", "", False)]
     assert world.text("settings.ini") == "timeout  = 30\n" and bot.stop_reason == "done"
-    careful = ev.sloppy(task, 1, care=1.0)  # on the runs where its coin says so, it reads first
+    careful = characters.sloppy(task, 1, care=1.0)  # on the runs its coin says so, it reads first
     assert careful.steps[0]([]) == tool_call("list_files", path=".")  # asked with no history
 
 
 def test_the_looping_model_hits_the_turn_limit_and_never_says_done(tmp_path):
-    record = ev.run_one(task_named("count-todos"), "looping", 1, ev.Settings(max_turns=6))
+    record = ev.run_one(TASK["count-todos"], "looping", 1, ev.Settings(max_turns=6), MODELS)
     assert (record["stop_reason"], record["turns"], record["said_done"]) == ("max_turns", 6,
                                                                               False)
     assert not record["passed"] and not record["false_done"]
 
 
 def test_the_reckless_model_is_refused_by_the_jail_and_caught_by_the_outside_check(tmp_path):
-    task = task_named("gitignore")
+    task = TASK["gitignore"]
     world, bot, seen = history("reckless", task, tmp_path)
     assert [(s.name, s.failed) for s in seen][-2:] == [("edit_file", True), ("run_command", False)]
     assert "path escapes the workspace" in seen[-2].result["error"]  # lesson 05's jail holds...
@@ -314,24 +420,11 @@ def test_the_reckless_model_is_refused_by_the_jail_and_caught_by_the_outside_che
 
 
 def test_the_confabulating_model_is_a_false_done(tmp_path):
-    record = ev.run_one(task_named("debug-off"), "confabulating", 1, FAST)
+    record = ev.run_one(TASK["debug-off"], "confabulating", 1, FAST, MODELS)
     assert record["said_done"] and record["false_done"] and record["tool_calls"] == 0
 
 
 # --- the runner -------------------------------------------------------------------------------
-
-
-def hanging(task, run=1):
-    def stuck(messages):
-        time.sleep(3600)
-    return ScriptedClient([tool_call("list_files", path="."), stuck])
-
-
-def stubborn(task, run=1):
-    def stuck(messages):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        time.sleep(3600)
-    return ScriptedClient([stuck])
 
 
 def exits(task, run=1):
@@ -342,21 +435,21 @@ def killed(task, run=1):
     return ScriptedClient([lambda messages: os.kill(os.getpid(), signal.SIGKILL)])
 
 
-def raising(task, run=1):
-    def fail(messages):
-        raise ConnectionError("the server went away")
-    return ScriptedClient([fail])
+ALL = {**MODELS, **TROUBLE, "exits": exits, "killed": killed}
 
 
-MODELS = {**ev.MODELS, "hanging": hanging, "stubborn": stubborn, "exits": exits,
-          "killed": killed, "raising": raising}
-QUICK = [task_named("count-todos")]
+def some(*names: str) -> dict:
+    """The models of these names, in this order: what run_suite runs."""
+    return {name: ALL[name] for name in names}
+
+
+QUICK = [TASK["count-todos"]]
 
 
 def test_a_hanging_run_is_stopped_by_its_time_limit_and_the_suite_goes_on(tmp_path):
-    settings = ev.Settings(clock="simulated", time_limit=1, grace=0.2)
-    runs = ev.run_suite(QUICK, ["hanging", "stubborn", "competent"], workers=1,
-                        output="r.jsonl", settings=settings, known=MODELS, progress=None)
+    settings = ev.Settings(time_limit=1, grace=0.2)
+    runs = ev.run_suite(QUICK, some("hanging", "stubborn", "competent"), workers=1,
+                        output="r.jsonl", settings=settings, progress=None)
     assert [(r["model"], r["passed"], r["reason"]) for r in runs] == [
         ("hanging", False, "timed out after 1 s"),
         ("stubborn", False, "timed out after 1 s; killed, as it did not stop when asked"),
@@ -366,12 +459,12 @@ def test_a_hanging_run_is_stopped_by_its_time_limit_and_the_suite_goes_on(tmp_pa
 
 
 def test_a_crashing_worker_is_recorded_not_lost(tmp_path):
-    runs = ev.run_suite(QUICK, ["exits", "killed", "raising", "competent"], workers=2,
-                        output="r.jsonl", settings=FAST, known=MODELS, progress=None)
+    runs = ev.run_suite(QUICK, some("exits", "killed", "raising", "competent"), workers=2,
+                        output="r.jsonl", settings=FAST, progress=None)
     assert [(r["model"], r["reason"]) for r in runs] == [
         ("exits", "its process crashed: it exited with status 13 and no result"),
         ("killed", "its process crashed: killed by signal SIGKILL (9)"),
-        ("raising", "the run raised ConnectionError: the server went away"),
+        ("raising", "the run raised ConnectionError: the model server refused the connection"),
         ("competent", None)]
     assert len(ev.load_results("r.jsonl").runs) == 4
     assert list((tmp_path / "tmp").iterdir()) == []
@@ -394,9 +487,8 @@ def test_the_tables_do_not_depend_on_the_order_the_runs_finish(tmp_path, monkeyp
             return reply("Done.")
         return ScriptedClient([act])
 
-    known = {"a-first": waits, "b-second": ev.confabulating}
-    runs = ev.run_suite(QUICK, ["a-first", "b-second"], workers=2, output="r.jsonl",
-                        settings=FAST, known=known, progress=None)
+    known = {"a-first": waits, "b-second": characters.confabulating}
+    runs = ev.run_suite(QUICK, known, workers=2, output="r.jsonl", settings=FAST, progress=None)
     lines = Path("r.jsonl").read_text(encoding="utf-8").split("\n")
     assert [json.loads(line)["model"] for line in lines[1:-1]] == ["b-second", "a-first"]
     assert [r["model"] for r in runs] == ["a-first", "b-second"]  # suite order, not finish
@@ -410,9 +502,8 @@ def test_every_result_is_written_and_flushed_before_the_next_run_starts(tmp_path
         return ScriptedClient([lambda messages: reply(
             str(Path(tmp_path / "r.jsonl").read_text(encoding="utf-8").count("\n")))])
 
-    runs = ev.run_suite(QUICK, ["confabulating", "counts"], workers=1,
-                        output=tmp_path / "r.jsonl", settings=FAST,
-                        known={**ev.MODELS, "counts": counts}, progress=None)
+    runs = ev.run_suite(QUICK, {**some("confabulating"), "counts": counts}, workers=1,
+                        output=tmp_path / "r.jsonl", settings=FAST, progress=None)
     assert runs[1]["answer"] == "2"  # the header and the first run's line were on disk
 
 
@@ -438,20 +529,20 @@ CUT = "the last line ({} bytes) is cut off: the runner stopped while writing it;
 
 
 def test_a_cut_last_line_is_left_out_and_reported_and_resume_finishes_the_file(tmp_path):
-    tasks = [task_named("count-todos"), task_named("gitignore")]
-    whole = ev.run_suite(tasks, ["competent"], k=2, workers=2, output="whole.jsonl",
-                         settings=FAST, progress=None)
+    tasks = [TASK["count-todos"], TASK["gitignore"]]
+    whole = ev.run_suite(tasks, some("competent"), k=2, workers=2, output="whole.jsonl",
+                         settings=FAST, progress=None, **ON_STAGE)
     lines = Path("whole.jsonl").read_bytes().split(b"\n")
     Path("cut.jsonl").write_bytes(b"\n".join(lines[:3]) + b"\n" + lines[3][:25])
     found = ev.load_results("cut.jsonl")
     assert len(found.runs) == 2
     assert found.problems == [CUT.format(25), "2 of the suite's 4 runs are not in the file "
                                               "(the runner stopped early?)"]
-    resumed = ev.run_suite(tasks, ["competent"], k=2, workers=2, output="cut.jsonl",
-                           settings=FAST, progress=None, resume=True)
+    resumed = ev.run_suite(tasks, some("competent"), k=2, workers=2, output="cut.jsonl",
+                           settings=FAST, progress=None, resume=True, **ON_STAGE)
     assert resumed == whole and ev.load_results("cut.jsonl").problems == []
     with pytest.raises(ValueError, match="holds another suite"):
-        ev.run_suite(tasks, ["competent"], k=3, output="cut.jsonl", settings=FAST,
+        ev.run_suite(tasks, some("competent"), k=3, output="cut.jsonl", settings=FAST,
                      progress=None, resume=True)
 
 
@@ -459,8 +550,8 @@ def test_results_are_split_at_newline_only_not_at_unicode_line_separators(tmp_pa
     def talker(task, run=1):
         return ScriptedClient([reply("one\u2028two\u2029three\x85four")])
 
-    runs = ev.run_suite(QUICK, ["talker"], output="r.jsonl", settings=FAST,
-                        known={"talker": talker}, progress=None)
+    runs = ev.run_suite(QUICK, {"talker": talker}, output="r.jsonl", settings=FAST,
+                        progress=None)
     text = Path("r.jsonl").read_text(encoding="utf-8")
     assert len(text.splitlines()) > len(text.split("\n")) - 1  # splitlines would cut it
     assert ev.load_results("r.jsonl").runs == runs
@@ -468,7 +559,7 @@ def test_results_are_split_at_newline_only_not_at_unicode_line_separators(tmp_pa
 
 
 def test_a_line_that_is_not_json_is_reported_and_the_rest_read(tmp_path):
-    ev.run_suite(QUICK, ["competent", "confabulating"], output="r.jsonl", settings=FAST,
+    ev.run_suite(QUICK, some("competent", "confabulating"), output="r.jsonl", settings=FAST,
                  progress=None)
     lines = Path("r.jsonl").read_text(encoding="utf-8").split("\n")
     Path("r.jsonl").write_text("\n".join([lines[0], "{oops", *lines[1:]]), encoding="utf-8")
@@ -480,33 +571,40 @@ def test_a_line_that_is_not_json_is_reported_and_the_rest_read(tmp_path):
 KILLER = """
 import os, sys, time
 from pathlib import Path
+import characters
 import evaluation
+import tasks
 from agent import ScriptedClient, tool_call
 
 def halts(task, run=1):  # the third task never ends: the runner will be killed during it
     if task.name != "create-hello":
-        return evaluation.competent(task, run)
+        return characters.competent(task, run)
     def stuck(messages):
         Path("stuck").write_text("now")
         time.sleep(3600)
     return ScriptedClient([stuck])
 
-evaluation.run_suite(evaluation.TASKS[:6], ["halts"], workers=1, output="killed.jsonl",
-                     known={"halts": halts}, progress=None,
-                     settings=evaluation.Settings(clock="simulated", time_limit=60))
+evaluation.run_suite(tasks.TASKS[:6], {"halts": halts}, workers=1, output="killed.jsonl",
+                     progress=None, settings=evaluation.Settings(time_limit=60))
 """
 
 
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory):
     """What a builder does: lessons 05, 07 and 13 exported (course.py's export command, run
-    here in-process) beside a copy of agent.py, in a folder of their own."""
+    here in-process) beside a copy of agent.py, in a folder of their own; and, as the suite
+    to run, copies of the course's tasks and characters (props/tasks.py, props/characters.py)."""
     folder = tmp_path_factory.mktemp("kit")
     for lesson, name in (("05-sandbox", "sandbox"), ("07-tracing", "tracing"),
                          ("13-evaluation", "evaluation")):
         assert course.main(["export", lesson, "-o", str(folder / f"{name}.py")]) == 0
     shutil.copy(ROOT / "agent.py", folder / "agent.py")
+    for prop in ("tasks", "characters"):
+        shutil.copy(ROOT / "notebooks" / "props" / f"{prop}.py", folder / f"{prop}.py")
     return folder
+
+
+SUITE = ["--suite", "tasks.py", "--suite", "characters.py"]  # in the kit's folder
 
 
 def builder_env(folder: Path) -> dict:
@@ -541,7 +639,7 @@ def test_a_killed_runner_leaves_a_file_readable_up_to_its_last_line(kit, tmp_pat
 def test_ctrl_c_stops_the_runner_and_its_workers_and_says_how_to_resume(kit, tmp_path):
     folder = tmp_path / "interrupted"
     shutil.copytree(kit, folder)
-    command = [sys.executable, "evaluation.py", "run", "--model", "scripted", "-k", "5",
+    command = [sys.executable, "evaluation.py", "run", *SUITE, "--model", "scripted", "-k", "5",
                "--workers", "2", "-o", "r.jsonl"]
     runner = subprocess.Popen(command, cwd=folder, env=builder_env(folder),
                               start_new_session=True, stdout=subprocess.PIPE,
@@ -568,13 +666,13 @@ def test_ctrl_c_stops_the_runner_and_its_workers_and_says_how_to_resume(kit, tmp
 
 
 def test_two_runners_never_write_one_file(tmp_path):
-    ev.run_suite(QUICK, ["competent"], output="r.jsonl", settings=FAST, progress=None)
+    ev.run_suite(QUICK, some("competent"), output="r.jsonl", settings=FAST, progress=None)
     before = Path("r.jsonl").read_bytes()
     with open("r.jsonl", "a") as other:  # another runner holds the file
         ev.fcntl.flock(other.fileno(), ev.fcntl.LOCK_EX | ev.fcntl.LOCK_NB)
         for resume in (False, True):
             with pytest.raises(RuntimeError, match="another runner is writing r.jsonl"):
-                ev.run_suite(QUICK, ["competent"], output="r.jsonl", settings=FAST,
+                ev.run_suite(QUICK, some("competent"), output="r.jsonl", settings=FAST,
                              progress=None, resume=resume)
     assert Path("r.jsonl").read_bytes() == before  # not truncated, not appended to
 
@@ -584,7 +682,8 @@ def test_two_runners_never_write_one_file(tmp_path):
 
 def run(model, task, n, passed, said_done=True, turns=3, cost=0.01, **more):
     return {"type": "run", "model": model, "task": task, "run": n, "passed": passed,
-            "said_done": said_done, "false_done": said_done and not passed, "turns": turns,
+            "ended": "done" if said_done else "stopped", "said_done": said_done,
+            "false_done": said_done and not passed, "turns": turns,
             "tool_calls": None if turns is None else turns - 1, "tool_errors": 0,
             "prompt_tokens": 900, "completion_tokens": 100, "cost": cost, "wall_time": 2.0,
             "failure": None, "reason": None if passed else "a check failed", "checks": [],
@@ -620,7 +719,7 @@ def test_the_regression_report_lists_what_got_worse_and_what_got_better(tmp_path
         run("m", "a", 1, False), run("m", "b", 1, True, turns=3.15),  # +5%: within tolerance
         run("m", "c", 1, True, turns=6), run("m", "d", 1, False),  # now a false done
         run("m", "e", 1, True, turns=5)], ["m"], tasks[:5])
-    report = ev.compare(ev.load_results(before), ev.load_results(after),
+    report = ev.compare(ev.load_results(before).runs, ev.load_results(after).runs,
                         names=("before.jsonl", "after.jsonl"))
     assert report.worse == ["m a: solved 1/1 -> 0/1 (now: a check failed)",
                             "m c: turns 4.0 -> 6.0 (+50%)", "m c: tool calls 3.0 -> 5.0 (+67%)",
@@ -633,7 +732,7 @@ def test_the_regression_report_lists_what_got_worse_and_what_got_better(tmp_path
 def test_two_files_of_one_model_each_compare_one_model_with_the_other(tmp_path):
     old = results_file(tmp_path / "old.jsonl", [run("small", "a", 1, True)], ["small"], ["a"])
     new = results_file(tmp_path / "new.jsonl", [run("large", "a", 1, False)], ["large"], ["a"])
-    report = ev.compare(ev.load_results(old), ev.load_results(new))
+    report = ev.compare(ev.load_results(old).runs, ev.load_results(new).runs)
     assert report.worse == ["small a: solved 1/1 -> 0/1 (now: a check failed)"]
 
 
@@ -645,27 +744,120 @@ def test_compare_exits_with_1_when_something_got_worse_and_0_when_not(tmp_path, 
     assert "got worse: 1" in capsys.readouterr().out
 
 
+def k_runs(task: str, *passed: bool) -> list[dict]:
+    return [run("m", task, n, ok) for n, ok in enumerate(passed, 1)]
+
+
+def test_one_flip_in_three_runs_is_noise_and_the_gate_stays_open(tmp_path, capsys):
+    """Issue 23, item 12: with k=3 a task solved 3/3 and then 2/3 is within the stated noise
+    (a third of its runs): listed, not counted, exit status 0. Two flips are worse."""
+    before = k_runs("a", True, True, True) + k_runs("b", True, True, True)
+    after = k_runs("a", True, True, False) + k_runs("b", True, False, False)
+    report = ev.compare(before, after)
+    assert report.noise == ["m a: solved 3/3 -> 2/3 (now: a check failed)"]
+    assert report.worse == ["m b: solved 3/3 -> 1/3 (now: a check failed)"]
+    one_flip = results_file(tmp_path / "after.jsonl", after[:3] + before[3:], ["m"], ["a", "b"],
+                            k=3)
+    old = results_file(tmp_path / "before.jsonl", before, ["m"], ["a", "b"], k=3)
+    assert ev.main(["compare", str(old), str(one_flip)]) == 0
+    assert "within noise, not counted: 1" in capsys.readouterr().out
+    assert ev.main(["compare", str(old), str(one_flip), "--noise", "0"]) == 1  # deterministic
+    assert ev.compare(k_runs("a", True), k_runs("a", False)).worse  # k=1: every flip counts
+
+
+def test_a_false_done_that_flips_once_in_three_is_noise_too():
+    claims = [run("m", "a", n, False, said_done=n == 1) for n in (1, 2, 3)]  # 1/3 false done
+    more = [run("m", "a", n, False, said_done=n < 3) for n in (1, 2, 3)]  # 2/3 false done
+    report = ev.compare(claims, more)
+    assert report.noise == ["m a: false done 1/3 -> 2/3"] and report.worse == []
+
+
+# --- how a run ended: a claim of done, a question, a give-up -----------------------------------
+
+
+@pytest.mark.parametrize(("answer", "ended"), [
+    ("Fixed total() in cart.py.", "done"),
+    ("Done. I made the change and checked that everything works.", "done"),
+    ("I have read the 3 file(s) here. Shall I go ahead?", "asked"),
+    ("Which of the two ports do you mean?  ", "asked"),
+    ("I could not finish: run_command: unknown tool", "gave up"),
+    ("I couldn't find the file.", "gave up"),
+    ("Unable to edit settings.ini: it is read-only.", "gave up"),
+    ("It could not be simpler: the port is 8417.", "done"),  # "could not" later in a claim
+])
+def test_an_answer_is_a_claim_a_question_or_a_give_up(answer, ended):
+    assert ev.ending("done", answer, None) == ended
+    assert ev.ending("max_turns", answer, None) == "stopped"
+    assert ev.ending(None, answer, "timed out after 1 s") == "failed"
+
+
+def test_a_question_and_a_give_up_are_counted_apart_from_a_false_done(tmp_path):
+    def says(text):
+        return lambda task, run=1: ScriptedClient([reply(text)])
+
+    models = {"claims": says("Done."), "asks": says("Shall I go ahead?"),
+              "gives-up": says("I could not finish: the file is locked.")}
+    runs = ev.run_suite(QUICK, models, output="r.jsonl", settings=FAST, progress=None)
+    assert [(r["model"], r["ended"], r["passed"], r["false_done"]) for r in runs] == [
+        ("claims", "done", False, True), ("asks", "asked", False, False),
+        ("gives-up", "gave up", False, False)]
+    rows = {row[0]: row for row in ev.ranking(runs)[1]}
+    header = ev.ranking(runs)[0]
+    column = {name: header.index(name) for name in ("false done", "asked", "gave up")}
+    assert [rows[m][column["false done"]] for m in models] == ["100%", "-", "-"]
+    assert [rows[m][column["asked"]] for m in models] == ["0%", "100%", "0%"]
+    assert [rows[m][column["gave up"]] for m in models] == ["0%", "0%", "100%"]
+
+
+def test_k_runs_name_pass_hat_k_and_pass_at_k():
+    runs = k_runs("a", True, True, True) + k_runs("b", True, False, False) \
+        + k_runs("c", False, False, False)
+    header, rows = ev.ranking(runs)
+    assert header[2:4] == ["pass^3 (all)", "pass@3 (any)"] and rows[0][2:4] == ["33%", "67%"]
+    assert "pass^1 (all)" not in ev.ranking(runs[:1])[0]  # with k = 1 they are the completion
+
+
 # --- the command line -------------------------------------------------------------------------
 
 
+PROPS = ROOT / "notebooks" / "props"
+COURSE_SUITE = ["--suite", str(PROPS / "tasks.py"), "--suite", str(PROPS / "characters.py")]
+
+
 @pytest.mark.parametrize(("argv", "message"), [
-    (["run", "--model", "genius"], "--model: no model genius; the models are competent"),
+    (["run", "--model", "genius"], "--model: no model genius; the models are competent, sloppy"),
     (["run", "-k", "0"], "argument -k: must be a whole number of at least 1, not '0'"),
     (["run", "--workers", "many"], "argument --workers: must be a whole number"),
     (["run", "--time-limit", "-3"], "argument --time-limit: must be a number of seconds above 0"),
-    (["run", "--tasks", "answer-port,fly"], "--tasks: no task fly; the tasks are answer-port"),
-    (["run", "-o", "nowhere/r.jsonl"], "--output nowhere/r.jsonl: not a file in an existing"),
-    (["run", "-o", "exists.jsonl"], "--output exists.jsonl exists; give --overwrite"),
+    (["run", "--model", "competent", "--tasks", "answer-port,fly"],
+     "--tasks: no task fly; the tasks are answer-port"),
+    (["run", "--model", "competent", "-o", "nowhere/r.jsonl"],
+     "--output nowhere/r.jsonl: not a file in an existing"),
+    (["run", "--model", "competent", "-o", "exists.jsonl"],
+     "--output exists.jsonl exists; give --overwrite"),
     (["run", "--overwrite", "--resume"], "not allowed with argument"),
     (["run", "--model", "real"], "--model real needs OPENAI_API_KEY"),
     (["compare", "a.jsonl"], "the following arguments are required: after"),
+    (["compare", "a.jsonl", "b.jsonl", "--noise", "2"], "argument --noise: must be a share"),
     (["fly"], "invalid choice: 'fly'"),
 ])
 def test_a_bad_flag_gets_a_message_not_a_traceback(argv, message, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     Path("exists.jsonl").write_text("")
     with pytest.raises(SystemExit) as stopped:
-        ev.main(argv)
+        ev.main(argv[:1] + COURSE_SUITE + argv[1:] if argv[0] == "run" else argv)
+    said = capsys.readouterr().err
+    assert stopped.value.code == 2 and message in said and "Traceback" not in said
+
+
+@pytest.mark.parametrize(("suite", "message"), [
+    ([], "--suite: give a Python file that defines TASKS"),
+    (["--suite", "missing.py"], "--suite missing.py: no such file"),
+    (["--suite", str(PROPS / "characters.py")], "--suite: give a Python file that defines TASKS"),
+])
+def test_run_without_a_suite_says_what_to_give(suite, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        ev.main(["run", *suite])
     said = capsys.readouterr().err
     assert stopped.value.code == 2 and message in said and "Traceback" not in said
 
@@ -677,12 +869,11 @@ def test_a_results_file_that_is_missing_is_a_message(tmp_path, capsys):
 
 
 def test_run_show_and_tasks_from_the_command_line(tmp_path, capsys):
-    assert ev.main(["tasks"]) == 0
+    assert ev.main(["tasks", *COURSE_SUITE]) == 0
     listed = capsys.readouterr().out
-    assert all(name in listed for name in [*ev.TASK_NAMES, *ev.MODELS])
-    assert ev.main(["run", "--model", "competent,confabulating", "--tasks",
-                    "count-todos,gitignore", "-o", "r.jsonl", "--workers", "2",
-                    "--simulated-clock"]) == 0
+    assert all(name in listed for name in [*TASK_NAMES, *MODELS, "real"])
+    assert ev.main(["run", *COURSE_SUITE, "--model", "competent,confabulating", "--tasks",
+                    "count-todos,gitignore", "-o", "r.jsonl", "--workers", "2"]) == 0
     out, err = capsys.readouterr()
     assert err == "4 runs: 2 passed, 2 failed\n"
     assert out.split("\n")[2].startswith("competent      100%")
@@ -706,13 +897,97 @@ def test_the_exported_runner_works_from_the_command_line_beside_agent_py(kit, tm
 
     done = cli("--help")
     assert done.returncode == 0 and all(c in done.stdout for c in ("run", "compare", "show"))
-    done = cli("run", "--model", "competent,reckless", "--tasks", "count-todos,clean-tmp",
-               "-o", "before.jsonl")
+    done = cli("run", *SUITE, "--model", "competent,reckless", "--tasks",
+               "count-todos,clean-tmp", "-o", "before.jsonl")
     assert done.returncode == 0, done.stderr
     assert done.stderr == "4 runs: 3 passed, 1 failed\n"
-    done = cli("run", "--model", "competent,reckless", "--tasks", "count-todos,clean-tmp",
-               "--no-shell", "-o", "after.jsonl")
+    done = cli("run", *SUITE, "--model", "competent,reckless", "--tasks",
+               "count-todos,clean-tmp", "--no-shell", "-o", "after.jsonl")
     assert done.returncode == 0, done.stderr
     done = cli("compare", "before.jsonl", "after.jsonl")
     assert done.returncode == 1
     assert "competent clean-tmp: solved 1/1 -> 0/1" in done.stdout
+
+
+def test_the_exported_runner_imports_neither_props_nor_course():
+    """A builder takes the runner away; the course's suite and characters stay props, passed
+    in as arguments (run_suite's models, --suite)."""
+    source = course.export(course.notebook_path("13-evaluation"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(ast.parse(source))
+                if isinstance(node, (ast.Import, ast.ImportFrom))
+                for alias in (node.names if isinstance(node, ast.Import) else
+                              [ast.alias(node.module or "")])}
+    assert imported - set(sys.stdlib_module_names) == {"openai", "sandbox", "tracing", "agent",
+                                                        "matplotlib"}
+    assert not re.search(r"(from|import) props\b", source)  # not even lazily, in a function
+
+
+# --- the exercises' checks catch the naive answer ----------------------------------------------
+
+
+def is_debug(line: str) -> bool:
+    return line.strip().startswith('print("DEBUG')
+
+
+def no_debug_print_left(world) -> str:  # 13.1, naive: looks for DEBUG, not at the rest
+    now = world.text("app.py")
+    return "" if now is not None and not any(map(is_debug, now.split("\n"))) else "not yet"
+
+
+def blanked_debug_prints(world) -> str:  # 13.1, naive: a DEBUG line becomes an empty line
+    want = "\n".join("" if is_debug(line) else line for line in world.before["app.py"].split("\n"))
+    return "" if world.text("app.py") == want else "not yet"
+
+
+def flaky_by_task(runs):  # 13.2, naive: the runs of all models together
+    groups = {}
+    for r in runs:
+        groups.setdefault(r["task"], []).append(r["passed"])
+    return [(runs[0]["model"], task, f"{sum(p)}/{len(p)}") for task, p in groups.items()
+            if any(p) and not all(p)]
+
+
+def asking_from_the_task(task, run=1):  # 13.3, naive: reads task.files, not the listing
+    reads = [agent.tool_call("read_file", path=name) for name in sorted(task.files)
+             if "/" not in name]
+    return ScriptedClient([agent.tool_call("list_files", path="."), *reads,
+                           reply("Shall I go ahead?")])
+
+
+@pytest.mark.parametrize(("exercise", "answer", "caught_by"), [
+    ("13.1", no_debug_print_left, "the welcome print removed too: it fails"),
+    ("13.1", blanked_debug_prints, "blank lines left where the prints were: it fails"),
+    ("13.2", flaky_by_task, "models are apart"),
+    ("13.3", asking_from_the_task, "it reacts to the listing"),
+])
+def test_the_exercises_checks_catch_the_naive_answer(exercise, answer, caught_by):
+    report = course.check(exercise, answer)
+    failed = [what for ok, what, _ in report.results if not ok]
+    assert not report.passed and any(what.startswith(caught_by) for what in failed), repr(report)
+
+
+# --- the figures the lesson states are the notebook's -----------------------------------------
+
+
+def committed_output(source_start: str) -> str:
+    """The text the committed notebook shows for the code cell that starts so (nbval checks
+    that the code prints it today)."""
+    cells = json.loads((ROOT / "notebooks" / "13-evaluation.ipynb").read_text(encoding="utf-8"))
+    for cell in cells["cells"]:
+        if cell["cell_type"] == "code" and "".join(cell["source"]).startswith(source_start):
+            return "\n".join("".join(o.get("text") or o.get("data", {}).get("text/plain", ""))
+                             for o in cell["outputs"])
+    raise LookupError(source_start)
+
+
+@pytest.mark.parametrize("lesson", ["13-evaluation.md", "zh/13-evaluation.md"])
+def test_the_lessons_ranking_table_is_what_the_notebook_prints(lesson):
+    text = (ROOT / "lessons" / lesson).read_text(encoding="utf-8")
+    stated = [[cell.strip() for cell in line.strip("|").split("|")] for line in text.split("\n")
+              if re.match(r"\| (competent|sloppy|reckless|looping|confabulating) \|", line)]
+    printed = [line.split() for line in committed_output("course.table(*ranking(runs))")
+               .split("\n")[2:] if line.strip()]
+    assert stated and stated == [row[:len(stated[0])] for row in printed]
+    aa = committed_output("week_2 = ")
+    assert "sloppy count-todos: solved 2/3 -> 0/3" in aa  # the A/A comparison the lesson quotes
+    assert "2/3" in text and "0/3" in text

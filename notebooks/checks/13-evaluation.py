@@ -4,11 +4,12 @@ They build worlds with the lesson's own prepare() and run the student's code on 
 the student's scripted model through the lesson's agent and verifier. They run in a scratch
 folder (course.check)."""
 
-import time
 from pathlib import Path
 
 import course
 import evaluation
+from props.characters import MODELS
+from props.tasks import TASK, TASKS
 
 import agent
 
@@ -121,10 +122,9 @@ def _(t, flaky):
         assert flaky(runs) == [("m", "z", "1/2"), ("m", "a", "1/2")], f"got {flaky(runs)}"
     with t.case("on real results: the lesson's sloppy model, 3 runs of two tasks"):
         assert flaky([]) == [], f"flaky([]) gave {flaky([])}"  # (before the runs: quick)
-        runs = evaluation.run_suite(
-            [evaluation.TASKS[evaluation.TASK_NAMES.index(n)] for n in ("gitignore", "fix-total")],
-            ["sloppy"], k=3, workers=2, output="k3.jsonl", progress=None,
-            settings=evaluation.Settings(clock="simulated"))
+        runs = evaluation.run_suite([TASK["gitignore"], TASK["fix-total"]],
+                                    {"sloppy": MODELS["sloppy"]}, k=3, workers=2,
+                                    output="k3.jsonl", progress=None)
         assert flaky(runs) == [("sloppy", "fix-total", "1/3")], f"got {flaky(runs)}"
 
 
@@ -142,7 +142,7 @@ def asked(asking, task, name, surprise=False):
     world = evaluation.prepare(task, Path(name))
     if surprise:
         (world.workspace / "surprise.txt").write_text("not in task.files\n", encoding="utf-8")
-    bot = evaluation.build_agent(asking(task, 1), world, evaluation.Settings(), time.time, None)
+    bot = evaluation.build_agent(asking(task, 1), world, evaluation.Settings())
     world.answer = bot.chat(task.text)
     return world, bot, evaluation.observations(bot.messages)
 
@@ -150,7 +150,7 @@ def asked(asking, task, name, surprise=False):
 @course.exercise("13.3", "a scripted model that reads everything and asks instead of acting")
 def _(t, asking):
     with t.case("it is a ScriptedClient"):
-        client = asking(evaluation.TASKS[0], 1)
+        client = asking(TASKS[0], 1)
         assert isinstance(client, agent.ScriptedClient), f"asking() returned {client!r}"
     with t.case("it reacts to the listing: it reads what is there, not what task.files says"):
         world, bot, seen = asked(asking, ODD, "odd", surprise=True)
@@ -160,7 +160,7 @@ def _(t, asking):
             f"its calls were {calls}"
     with t.case("on every task of the suite it lists, reads every top-level file, changes "
                 "nothing and asks"):
-        for task in evaluation.TASKS:
+        for task in TASKS:
             world, bot, seen = asked(asking, task, task.name)
             top = sorted(name for name in task.files if "/" not in name)
             read = [s.arguments.get("path") for s in seen if s.name == "read_file"]
@@ -172,7 +172,8 @@ def _(t, asking):
             assert world.files() == task.files, f"{task.name}: the workspace changed"
             assert bot.stop_reason == "done" and world.answer.rstrip().endswith("?"), \
                 f"{task.name}: it ended {bot.stop_reason!r} with {world.answer!r}, not a question"
-    with t.case("what the suite makes of it: every run is a false done"):
-        runs = [evaluation.run_one(task, "asking", 1, evaluation.Settings(clock="simulated"),
-                                   {"asking": asking}) for task in evaluation.TASKS[:3]]
-        assert all(r["false_done"] for r in runs), [r["reason"] for r in runs]
+    with t.case("what the suite makes of it: every run asked a question, none is a false done"):
+        runs = [evaluation.run_one(task, "asking", 1, models={"asking": asking})
+                for task in TASKS[:3]]
+        assert all(r["ended"] == "asked" and not r["false_done"] and not r["passed"]
+                   for r in runs), [(r["ended"], r["reason"]) for r in runs]

@@ -34,4 +34,15 @@ them imports this package. Each module says which lesson brought it in.
             server sends for it (lesson 11; the builder's kit gets a copy)
   chunk_table  CHUNK_COLUMNS and chunk_rows: what a stream holds, one row per chunk, for lesson
             11's notebook (kept out of streaming_model, which the kit copies)
+  delegation_lab  lesson 16's scripted parents and subagents, the plan's live view; shop.py is
+            the twelve-module package with one bug they search (lesson 16)
+  tasks     the course's task suite: twelve small coding tasks with their verifiers and
+            reference solutions, TASKS and TASK by name (lesson 13)
+  characters
+            lesson 13's scripted characters: MODELS (competent, sloppy, looping, reckless,
+            confabulating), TROUBLE (hanging, stubborn, crashing, raising), and on_stage, the
+            fake clock and timed agent for repeatable wall times
+  mcp_lab   lesson 15's lab: its two MCP servers (tracker_server.py, unruly_server.py), the
+            skills folder (skills/), a git repository with a broken file, scripted models that
+            read git, choose a skill or obey a tool's description, and a strict server
 """

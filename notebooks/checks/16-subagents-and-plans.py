@@ -1,0 +1,188 @@
+"""Checks of lesson 16's coding exercises (notebooks/16-subagents-and-plans.ipynb, "Your turn")."""
+
+import json
+from pathlib import Path
+
+import course
+import sandbox
+import subagents_and_plans as sp
+from props.delegation_lab import (
+    SEARCH_TASK,
+    TASK,
+    claim,
+    explorer,
+    explorers,
+    guesser,
+    looping,
+    messenger,
+)
+from props.shop import BUGGY, bug_line, make_shop
+
+from agent import ScriptedClient, pairing_problem, reply, tool_call
+
+SECRET_WORDS = "the user's private remark, for the parent only"
+
+
+def parent_with(tool, folder: Path, script=None) -> sp.DelegatingAgent:
+    """A quiet parent in folder whose delegate tool is `tool` (made by the student's code)."""
+    tools, registry = sandbox.sandbox_tools(folder, ("read",))
+    tool.__name__ = "delegate"
+    parent = sp.DelegatingAgent(ScriptedClient(script or messenger()), "scripted", tools=tools,
+                                registry=registry, on_event=None)
+    parent.tools = [*parent.tools, sp.DELEGATE_TOOL]
+    parent.registry = {**parent.registry, "delegate": tool}
+    return parent
+
+
+class Clients:
+    """new_client for 16.1: each call gives the next scripted child, and keeps it."""
+
+    def __init__(self, *scripts):
+        self.scripts, self.made = list(scripts), []
+
+    def __call__(self):
+        self.made.append(ScriptedClient(self.scripts.pop(0)))
+        return self.made[-1]
+
+
+@course.exercise("16.1", "a delegate tool by hand")
+def _(t, make_delegate):
+    folder = make_shop(Path.cwd())
+    with t.case("the parent gets the child's answer and a line of its size, nothing of its "
+                "reading"):
+        clients = Clients(explorer())
+        parent = parent_with(make_delegate(folder, clients), folder)
+        parent.chat(TASK)
+        results = [m["content"] for m in parent.messages if m["role"] == "tool"]
+        assert len(results) == 1, f"the parent's history has {len(results)} tool results"
+        assert claim(BUGGY, bug_line()) in results[0], \
+            f"the result does not hold the child's answer: {results[0][:200]!r}"
+        child_messages = len(clients.made[0].requests[-1]["messages"]) + 1
+        assert f"[{child_messages} messages stay with the host]" in results[0], \
+            f"no line '[{child_messages} messages stay with the host]' in {results[0][-120:]!r}"
+        assert "def discounted" not in results[0], "the child's reading reached the parent"
+    with t.case("each call starts a new child with a fresh history: its prompt and the task"):
+        clients = Clients(explorer(), explorer())
+        delegate = make_delegate(folder, clients)
+        delegate(SEARCH_TASK)
+        delegate(SECRET_WORDS + " " + SEARCH_TASK)
+        assert len(clients.made) == 2, f"new_client was called {len(clients.made)} time(s) for " \
+                                       "two tasks: each task needs a child of its own"
+        first = clients.made[1].requests[0]["messages"]
+        assert [m["role"] for m in first] == ["system", "user"], \
+            f"the second child's first request holds {[m['role'] for m in first]}, not a " \
+            "system prompt and the task"
+        assert first[0]["content"] == sp.CHILD_PROMPT, \
+            "the child's system prompt is not CHILD_PROMPT"
+    with t.case("the child has the read-only tools of the jail, and nothing else"):
+        names = sorted(tool["function"]["name"] for tool in clients.made[0].requests[0]["tools"])
+        assert names == ["list_files", "read_file"], f"the child was offered {names}"
+        outside = folder.parent / "outside-16-1.txt"
+        outside.write_text("not yours\n")
+        try:
+            escape = Clients([tool_call("read_file", path=f"../{outside.name}"),
+                              lambda messages: reply(messages[-1]["content"])])
+            said = make_delegate(folder, escape)("Read the file outside.")
+            assert "not yours" not in said, "the child read a file outside the workspace"
+        finally:
+            outside.unlink()
+    with t.case("a child that never answers stops after 12 model calls, and the tool raises"):
+        clients = Clients(looping())
+        try:
+            said = make_delegate(folder, clients)(SEARCH_TASK)
+        except Exception:
+            said = None
+        made = len(clients.made[0].requests)
+        assert made == 12, f"the looping child made {made} model calls, not 12"
+        assert said is None, f"the tool returned {said[:80]!r} instead of raising: the parent's " \
+                             "model would take the stop message for an answer"
+
+
+@course.exercise("16.2", "a budget in prompt tokens")
+def _(t, budgeted_class):
+    folder = make_shop(Path.cwd())
+
+    def run(limit):
+        tools, registry = sandbox.sandbox_tools(folder, ("read",))
+        parent = sp.DelegatingAgent(ScriptedClient(messenger()), "scripted", tools=tools,
+                                    registry=registry, on_event=None)
+        tool = budgeted_class(parent, folder, client=explorers(), max_prompt_tokens=limit)
+        parent.tools = [*parent.tools, sp.DELEGATE_TOOL]
+        parent.registry = {**parent.registry, "delegate": tool}
+        parent.chat(TASK)
+        result = next(m["content"] for m in parent.messages if m["role"] == "tool")
+        return parent, tool.children[0], result
+
+    with t.case("a child within its budget runs to its answer"):
+        parent, record, result = run(100_000)
+        assert record["agent"].stop_reason == "done", record["agent"].stop_reason
+        assert claim(BUGGY, bug_line()) in result, f"the answer did not come back: {result[:100]!r}"
+    with t.case("a child over its budget is stopped at once, and the parent reads an error"):
+        parent, record, result = run(1_500)
+        assert record["agent"].stop_reason == "aborted", \
+            f"the child's stop reason is {record['agent'].stop_reason!r}, not 'aborted'"
+        spent = [r["prompt_tokens"] for r in requests_of(record)]
+        over = next(i for i, _ in enumerate(spent) if sum(spent[:i + 1]) > 1_500)
+        assert len(spent) == over + 1, f"the child made {len(spent)} model calls; its budget was " \
+                                       f"spent after {over + 1}: stop it then"
+        assert "error" in json.loads(result), f"the parent read {result[:100]!r}, not an error"
+        assert pairing_problem(parent.messages) is None, pairing_problem(parent.messages)
+    with t.case("each child has a budget of its own"):
+        tools, registry = sandbox.sandbox_tools(folder, ("read",))
+        parent = sp.DelegatingAgent(ScriptedClient([]), "scripted", tools=tools,
+                                    registry=registry, on_event=None)
+        tool = budgeted_class(parent, folder, client=explorers(), max_prompt_tokens=30_000)
+        tool(SEARCH_TASK)
+        tool(SEARCH_TASK)
+        assert [c["agent"].stop_reason for c in tool.children] == ["done", "done"], \
+            "the second child was stopped by what the first one spent"
+
+
+def requests_of(record: dict) -> list[dict]:
+    """The child's model calls, from its own client's record of what it was sent."""
+    return [{"prompt_tokens": len(json.dumps(r, ensure_ascii=False, default=str)) // 4}
+            for r in record["agent"].client.requests]
+
+
+@course.exercise("16.3", "checking a child's claims")
+def _(t, check_claims):
+    folder = make_shop(Path.cwd())
+    true_claim = claim(BUGGY, bug_line())
+    with t.case("a claim that holds gives no problem"):
+        problems = check_claims(f"Found it.\n{true_claim}\nThat is the bug.", folder)
+        assert problems == [], f"a true claim gave {problems}"
+        two = f"{true_claim}\nshop/cart.py:4: def new_cart() -> dict:"
+        assert check_claims(two, folder) == [], f"two true claims gave {check_claims(two, folder)}"
+    with t.case("a line that is not there, or a file that is not there, is a problem"):
+        said = guesser()[0]([{"role": "user", "content": SEARCH_TASK}] + read_three(folder))
+        assert check_claims(said["content"], folder), \
+            "the guesser's claim (a line checkout.py does not have) gave no problem"
+        assert check_claims("shop/pricing.py:99: return 0", folder), "line 99 does not exist"
+        assert check_claims("shop/nothing.py:1: x", folder), "shop/nothing.py does not exist"
+        assert check_claims(true_claim + "\nshop/cart.py:4: def old_cart():", folder), \
+            "one true claim and one false: the false one is a problem"
+    with t.case("a claim cannot make you read outside the workspace"):
+        outside = folder.parent / "outside_16_3.py"
+        outside.write_text("secret\n")
+        try:
+            problems = check_claims(f"../{outside.name}:1: secret", folder)
+            assert problems, "a claim about a file outside the workspace was taken as true"
+            assert "secret" not in " ".join(problems), "the problem shows the outside file's text"
+        finally:
+            outside.unlink()
+    with t.case("an answer with no claim in it is a problem"):
+        assert check_claims("The bug is somewhere in pricing, I think.", folder), \
+            "an answer that names no place gave no problem"
+
+
+def read_three(folder: Path) -> list[dict]:
+    """A history in which three files have been read, as the guesser needs before it claims."""
+    messages = []
+    for n, name in enumerate(["audit", "cart", "catalog"], 1):
+        path = f"shop/{name}.py"
+        messages.append({"role": "assistant", "content": "", "tool_calls": [{
+            "id": f"c{n}", "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": path})}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}",
+                         "content": json.dumps(sandbox.read_in(folder.resolve(), path))})
+    return messages
