@@ -14,7 +14,7 @@ In a notebook:
 From a shell:
   python notebooks/course.py export NN-slug -o FILE.py   a lesson's export cells as one module
   python notebooks/course.py export --all -o DIR          every lesson's, one module each
-  python notebooks/course.py build DIR                    a standalone agent project (the kit)
+  python notebooks/course.py build DIR [--with-eval]      a standalone agent project (the kit)
   python notebooks/course.py execute NN-slug | --all      re-run notebooks, save their outputs
 """
 
@@ -619,8 +619,9 @@ def _umask() -> int:
 # --- The builder's kit: a standalone project -------------------------------------------------
 
 KIT = NOTEBOOKS / "kit"  # the kit's own files (main.py, README, tests), copied as they are
-# The lessons whose modules main.py uses. Lesson 13's evaluation is not one: main.py never
-# imports it, and its module is mostly the course's own task suite.
+# The lessons whose modules main.py uses. Lesson 13's evaluation runner is not one: main.py
+# never imports it, so a kit has it only if asked for (build --with-eval: KIT_EVAL).
+KIT_EVAL = {"13": "evaluation"}
 KIT_LESSONS = {"05": "sandbox", "06": "diff_approval", "07": "tracing", "08": "text_actions",
                "09": "sessions", "10": "parallel_and_steering", "11": "streaming",
                "12": "context_budget"}
@@ -630,12 +631,14 @@ NOT_COPIED = {"conftest.py"}  # kit/conftest.py keeps the course's pytest out of
 KIT_PROPS = {"streaming": ["streaming_model"]}
 
 
-def kit_files() -> tuple[dict[str, str], list[str]]:
+def kit_files(with_eval: bool = False) -> tuple[dict[str, str], list[str]]:
     """What build writes, file name -> text, and the lessons it left out (not written yet).
-    The modules are export's, for KIT_LESSONS and every lesson module they import."""
+    The modules are export's, for KIT_LESSONS (and KIT_EVAL, with_eval) and every lesson
+    module they import."""
     exported = _ExportCellsFinder().names()
-    wanted = [name for name in KIT_LESSONS.values() if name in exported]
-    left_out = [f"{name} (lesson {number})" for number, name in KIT_LESSONS.items()
+    lessons = {**KIT_LESSONS, **(KIT_EVAL if with_eval else {})}
+    wanted = [name for name in lessons.values() if name in exported]
+    left_out = [f"{name} (lesson {number})" for number, name in lessons.items()
                 if name not in exported]
     files = {"agent.py": (ROOT / "agent.py").read_text(encoding="utf-8")}
     while wanted:  # guards comes in with text_actions, which imports it
@@ -672,16 +675,17 @@ def _imported(source: str) -> set[str]:
     return names
 
 
-def build(folder: Path, force: bool = False) -> tuple[list[str], list[str]]:
+def build(folder: Path, force: bool = False,
+          with_eval: bool = False) -> tuple[list[str], list[str]]:
     """Write the kit into folder, each file whole; returns (files written, lessons left out).
     A folder with files in it is refused unless force: then the kit's files are replaced and
-    every other file is left as it is."""
+    every other file is left as it is. with_eval: lesson 13's evaluation runner too."""
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} is a file; give a folder to build the kit in")
     if folder.is_dir() and any(folder.iterdir()) and not force:
         raise ValueError(f"{folder} is not empty; give an empty or new folder, or --force to "
                          "write the kit's files over the ones there")
-    files, left_out = kit_files()
+    files, left_out = kit_files(with_eval)
     for name, text in files.items():
         write_file(folder / name, text)
     return list(files), left_out
@@ -740,6 +744,9 @@ def main(argv=None) -> int:
     kit.add_argument("folder", help="where to write it: a new or empty folder")
     kit.add_argument("--force", action="store_true",
                      help="write into a folder that has files (the kit's are replaced)")
+    kit.add_argument("--with-eval", action="store_true",
+                     help="add lesson 13's evaluation runner, evaluation.py (main.py does not "
+                     "use it; the course's task suite stays in the course)")
     run = commands.add_parser("execute", help="re-run notebooks and save their outputs")
     run.add_argument("lessons", nargs="*", help="e.g. 03-the-loop (or 03)")
     run.add_argument("--all", action="store_true", help="every notebook")
@@ -779,13 +786,14 @@ def _export_command(parser, args) -> int:
 def _build_command(args) -> int:
     folder = Path(args.folder)
     try:
-        written, left_out = build(folder, args.force)
+        written, left_out = build(folder, args.force, args.with_eval)
     except OSError as exc:  # a folder we may not write in, a full disk: the files written stay
         print(f"course.py: could not write the kit into {folder}: {exc}", file=sys.stderr)
         return 1
     for name in written:
         print(folder / name)
-    print(f"The kit: {kit_size(kit_files()[0]):,} lines of Python besides its tests.")
+    size = kit_size({name: (folder / name).read_text(encoding="utf-8") for name in written})
+    print(f"The kit: {size:,} lines of Python besides its tests.")
     if left_out:
         print("Left out, not written yet: " + ", ".join(left_out) + ". main.py turns off what "
               "needs them (python main.py --help says what); build again once they are.")

@@ -136,10 +136,19 @@ def test_a_lesson_not_written_yet_is_left_out_and_build_says_which(tmp_path, mon
     assert (tmp_path / "kit" / "sessions.py").exists()
 
 
-def test_the_kit_requires_what_its_modules_import_pinned_as_the_course_pins_it(kit):
+@pytest.fixture(scope="module")
+def eval_kit(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("kit") / "measured"
+    assert course.main(["build", str(folder), "--with-eval"]) == 0
+    return folder
+
+
+@pytest.mark.parametrize("which", ["kit", "eval_kit"])
+def test_the_kit_requires_what_its_modules_import_pinned_as_the_course_pins_it(which, request):
     """Every package a kit file imports is in its requirements.txt, pinned with the course's
     line (markers included), and nothing else is; a package only one function imports (inside
-    it, so the module loads without it) is named in a comment instead."""
+    it, so the module loads without it) is named in a comment instead. With --with-eval too."""
+    kit = request.getfixturevalue(which)
     local = {p.stem for p in kit.glob("*.py")}
     at_top, inside = set(), set()
     for path in kit.rglob("*.py"):
@@ -378,3 +387,32 @@ def test_the_course_map_states_the_kit_s_size_within_a_tenth(kit, capsys):
         [stated] = re.findall(r"(\d[\d,]*) (?:lines of Python|行 Python)", text)
         stated = int(stated.replace(",", ""))
         assert abs(stated - size) <= size / 10, f"lessons/{name} says {stated:,}; it is {size:,}"
+
+
+# --- The evaluation runner, only if asked for ---------------------------------------------------
+
+
+def test_build_with_eval_adds_the_runner_and_the_readme_s_measure_it_runs_offline(eval_kit,
+                                                                                   tmp_path):
+    names = {p.name for p in eval_kit.glob("*.py")}
+    assert "evaluation.py" in names and "evaluation.py" not in {
+        name for name in course.kit_files()[0]}  # only if asked for
+    assert (eval_kit / "evaluation.py").read_text() == course.export(
+        course.notebook_path("13-evaluation"))
+    assert not {"tasks.py", "characters.py"} & names  # the course's suite stays in the course
+    folder = tmp_path / "measured"
+    shutil.copytree(eval_kit, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for prop in ("tasks.py", "characters.py"):  # "copy them here to start", as it says
+        shutil.copy(course.NOTEBOOKS / "props" / prop, folder / prop)
+    readme = (folder / "README.md").read_text()
+    offline = next(line for line in readme.splitlines() if "--model competent" in line)
+    command = shlex.split(offline.split("#")[0])
+    assert command[:2] == [".venv/bin/python", "evaluation.py"]
+    done = subprocess.run([sys.executable, "-E", *command[1:], "--tasks", "create-hello",
+                           "--workers", "1"], cwd=folder, capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in os.environ.items()
+                                            if k != "OPENAI_API_KEY"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = [json.loads(line) for line in (folder / "scripted.jsonl").read_text().splitlines()]
+    [run] = [line for line in lines if line["type"] == "run"]
+    assert (run["task"], run["model"], run["passed"]) == ("create-hello", "competent", True)
