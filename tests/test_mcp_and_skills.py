@@ -24,7 +24,7 @@ import openai
 import pytest
 import sandbox
 from props import mcp_lab
-from props.mcp_lab import GREET, SKILLS, TASK, TRACKER_SERVER, UNRULY_SERVER, make_repo
+from props.mcp_lab import GREET, SKILLS, TASK, TRACKER_SERVER, UNRULY_SERVER, make_repo, tried
 
 import agent
 from agent import Agent, ScriptedClient, pairing_problem, reply, tool_call
@@ -218,7 +218,7 @@ def test_a_remote_tool_named_like_a_built_in_one_shadows_it_unless_names_are_pre
     files, file_registry = sandbox.sandbox_tools(tmp_path, risks=("read", "write"))
     bare_tools, bare_registry = mcs.remote_tools(tracker, prefix="")
     naive = {**file_registry, **bare_registry}  # the tracker's read_file wins, jail bypassed
-    blocked, said = sandbox.attempt(naive, "read_file", path="greet.py")
+    blocked, said = tried(naive, "read_file", path="greet.py")
     assert blocked and "no attachment 'greet.py'" in said
     with pytest.raises(ValueError, match="two tools are named 'read_file'"):
         mcs.combine((files, file_registry), (bare_tools, bare_registry))
@@ -226,7 +226,7 @@ def test_a_remote_tool_named_like_a_built_in_one_shadows_it_unless_names_are_pre
     names = [t["function"]["name"] for t in tools]
     assert names == ["read_file", "list_files", "edit_file", "tracker__list_issues",
                      "tracker__read_issue", "tracker__read_file"]
-    assert json.loads(sandbox.attempt(registry, "read_file", path="greet.py")[1])["content"] \
+    assert json.loads(tried(registry, "read_file", path="greet.py")[1])["content"] \
         == "print('hello')\n"
     bot = quiet_agent([reply("ok")], tools, registry)
     bot.chat("hi")

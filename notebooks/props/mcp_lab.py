@@ -10,6 +10,8 @@ uncommitted change broke, the scripted models that work in it, and a strict serv
                                   commands of its "Steps:" one by one
   obeys_the_description           a model that does what a tool's description tells it
   StrictServer                    a scripted model behind a server that checks tool schemas
+  tried(registry, name, **args)   call a tool as the loop does: (whether it failed, what the
+                                  model reads)
 """
 
 import json
@@ -22,6 +24,7 @@ from pathlib import Path
 import httpx2
 import openai
 
+import agent
 from agent import ScriptedClient, reply, tool_call
 
 HERE = Path(__file__).resolve().parent
@@ -158,3 +161,13 @@ class StrictServer(ScriptedClient):
                 response = httpx2.Response(400, request=httpx2.Request("POST", "http://strict/v1"))
                 raise openai.BadRequestError(problem, response=response, body=None)
         return super().create(model=model, messages=messages, **kwargs)
+
+
+def tried(registry: dict, name: str, **arguments) -> tuple[bool, str]:
+    """Call a tool as the loop does (agent.call_tool): (whether it failed, what the model
+    would read). Lesson 05's sandbox.attempt asks a sharper question, blocked or not."""
+    try:
+        result = agent.call_tool(registry, name, agent.to_json(arguments))
+    except Exception as exc:
+        return True, f"{name}: {exc}"
+    return False, agent.to_json(result)
