@@ -3,6 +3,7 @@
 Timeouts here are one or two seconds, so the file runs in a few seconds.
 """
 
+import contextlib
 import json
 import os
 import shlex
@@ -10,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -303,6 +305,7 @@ def test_a_key_only_in_the_agents_memory_leaks_where_the_kernel_allows_ptrace(wo
 
 AGENT_STOPPED_BY_ITS_COMMAND = r"""
 import sys
+import threading
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from course import load_notebook
@@ -553,3 +556,93 @@ def test_a_test_never_runs_stale_bytecode_after_an_edit_of_the_same_size(workspa
     os.utime(module, ns=(stamp, stamp))  # ...and the same mtime, as within one second
     assert run(workspace, f"{PYTHON} -c 'import calc; print(calc.ANSWER)'")["output"] == "2\n"
     assert not (workspace / "__pycache__").exists()
+
+
+# --- When the agent dies ----------------------------------------------------------------------
+# The agent is a real process that calls run_in; the command tells us its group (its shell's
+# pid, through a FIFO, so we wait on a pipe, not on luck) and keeps a child in the group that
+# would write late.txt once we create `go`.
+
+AGENT_PROCESS = r"""
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, sys.argv[1])
+import course  # noqa: F401  (it makes `import sandbox` load lesson 05's export cells)
+import sandbox
+
+print(sandbox.run_in(Path.cwd(), sys.argv[2], timeout=120), flush=True)
+"""
+WAITS_FOR_GO = ("(while [ ! -e go ]; do sleep 0.02; done; echo ran > late.txt) & "
+                "sleep 120 & echo $$ > started; wait")
+
+
+def group_alive(pgid: int) -> bool:
+    """Is any process of group pgid still running? Zombies do not count: they have ended and
+    wait to be collected (a container's first process may never collect them)."""
+    proc = Path("/proc")
+    if (proc / "self" / "stat").exists():
+        for stat in proc.glob("[0-9]*/stat"):
+            try:
+                state, _, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+            except OSError:  # it ended while we looked
+                continue
+            if int(group) == pgid and state not in ("Z", "X"):
+                return True
+        return False
+    listed = subprocess.run(["ps", "-A", "-o", "pgid=,stat="], capture_output=True, text=True,
+                            check=True).stdout
+    return any(int(group) == pgid and not state.startswith("Z")
+               for group, state in (line.split() for line in listed.splitlines()))
+
+
+def within(seconds: float, condition) -> bool:
+    """Poll condition() until it holds or the deadline passes; a SIGKILL's effects are
+    asynchronous, so we wait for them, but never longer than the deadline."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def started_group(fifo: Path, child: subprocess.Popen) -> int:
+    """Block until the command has written its group (its shell's pid) into the FIFO; if the
+    agent ends first, open the FIFO for writing so that this wakes, and say why."""
+    def wake_if_the_child_ends():
+        child.wait()
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    threading.Thread(target=wake_if_the_child_ends, daemon=True).start()
+    with open(fifo) as started:
+        text = started.read().strip()
+    assert text, f"the agent ended before the command ran: {child.stderr.read()}"
+    return int(text)
+
+
+def test_a_command_does_not_outlive_an_agent_killed_with_sigkill(workspace):
+    """SIGKILL leaves the agent no except, no finally: the watcher that run_in starts beside
+    the command sees the agent's end of its pipe close, and kills the command's group - the
+    shell and the children it left in the group, not only the shell."""
+    os.mkfifo(workspace / "started")
+    child = subprocess.Popen([sys.executable, "-c", AGENT_PROCESS, str(course.NOTEBOOKS),
+                              WAITS_FOR_GO], cwd=workspace, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    group = None
+    try:
+        group = started_group(workspace / "started", child)
+        assert group_alive(group)
+        child.kill()  # SIGKILL
+        child.wait()
+        assert within(10, lambda: not group_alive(group)), "the command outlived its agent"
+        (workspace / "go").touch()  # nothing is left that could write late.txt
+        assert not (workspace / "late.txt").exists()
+    finally:
+        child.kill()
+        child.communicate()
+        if group is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
