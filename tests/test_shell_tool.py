@@ -417,13 +417,16 @@ def test_the_limits_are_set_without_preexec_fn(workspace, monkeypatch):
 
     monkeypatch.setattr(nb.subprocess, "Popen", recording)
     result = run(workspace, "ulimit -t; echo $$; ps -o ppid= -p $$", limits={"RLIMIT_CPU": 7})
-    (args, options), = seen
-    assert options.get("preexec_fn") is None and options["start_new_session"] is True
+    (args, options), (watcher, watching) = seen  # the command, then its watcher
+    for started in (options, watching):
+        assert started.get("preexec_fn") is None and started["start_new_session"] is True
     assert args[:2] == [sys.executable, "-I"] and args[-2:] == [str(nb.resource.RLIMIT_CPU), "7"]
+    assert watcher == ["/bin/sh", "-c", nb.WATCHER, "watcher", result["output"].split()[1]]
     limit, shell, parent = result["output"].split()
     assert limit == "7" and int(parent) == os.getpid()  # the shell's parent is the agent
-    assert nb.with_limits("true", {}) == ["/bin/sh", "-c", "true"]  # no limits: the shell alone
-    assert nb.with_limits("true", {"RLIMIT_NOT_ON_THIS_OS": 1}) == ["/bin/sh", "-c", "true"]
+    program = [sys.executable, "-I", "-S", "-c", nb.SET_LIMITS_THEN_EXEC, "true"]
+    assert nb.with_limits("true", {}) == program  # no limits: the program still waits for go
+    assert nb.with_limits("true", {"RLIMIT_NOT_ON_THIS_OS": 1}) == program
 
 
 def test_signals_python_ignores_are_back_to_their_default_in_the_command(workspace):
@@ -563,7 +566,7 @@ def test_a_test_never_runs_stale_bytecode_after_an_edit_of_the_same_size(workspa
 # pid, through a FIFO, so we wait on a pipe, not on luck) and keeps a child in the group that
 # would write late.txt once we create `go`.
 
-AGENT_PROCESS = r"""
+AGENT_RUNNING_A_COMMAND = r"""
 import sys
 import threading
 from pathlib import Path
@@ -623,19 +626,40 @@ def started_group(fifo: Path, child: subprocess.Popen) -> int:
     return int(text)
 
 
-def test_a_command_does_not_outlive_an_agent_killed_with_sigkill(workspace):
+def start_agent(workspace: Path, command: str) -> subprocess.Popen:
+    """The agent, in a process group of its own (so a test can kill that group too)."""
+    return subprocess.Popen([sys.executable, "-c", AGENT_RUNNING_A_COMMAND,
+                             str(course.NOTEBOOKS), command], cwd=workspace,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def watcher_of(group: int) -> int:
+    """The process id of the watcher run_in started for the group (its arguments end with
+    "watcher GROUP")."""
+    listed = subprocess.run(["ps", "-A", "-o", "pid=,args="], capture_output=True, text=True,
+                            check=True).stdout
+    [pid] = [int(line.split()[0]) for line in listed.splitlines()
+             if line.rstrip().endswith(f"watcher {group}")]
+    return pid
+
+
+@pytest.mark.parametrize("killed", ["the agent", "the agent's process group"])
+def test_a_command_does_not_outlive_an_agent_killed_with_sigkill(workspace, killed):
     """SIGKILL leaves the agent no except, no finally: the watcher that run_in starts beside
     the command sees the agent's end of its pipe close, and kills the command's group - the
-    shell and the children it left in the group, not only the shell."""
+    shell and the children it left in the group, not only the shell. The watcher has a
+    session of its own, so a kill of the agent's whole group does not take it along."""
     os.mkfifo(workspace / "started")
-    child = subprocess.Popen([sys.executable, "-c", AGENT_PROCESS, str(course.NOTEBOOKS),
-                              WAITS_FOR_GO], cwd=workspace, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = start_agent(workspace, WAITS_FOR_GO)
     group = None
     try:
         group = started_group(workspace / "started", child)
         assert group_alive(group)
-        child.kill()  # SIGKILL
+        if killed == "the agent":
+            child.kill()  # SIGKILL
+        else:
+            os.killpg(child.pid, signal.SIGKILL)
         child.wait()
         assert within(10, lambda: not group_alive(group)), "the command outlived its agent"
         (workspace / "go").touch()  # nothing is left that could write late.txt
@@ -646,3 +670,61 @@ def test_a_command_does_not_outlive_an_agent_killed_with_sigkill(workspace):
         if group is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
+
+
+def test_a_command_that_kills_its_watcher_outlives_a_killed_agent(workspace):
+    """What the watcher does not cover (besides a process that leaves the group): the command
+    runs as our user and may kill its watcher. Lesson 09 records the group, so that resume
+    finds such a survivor and stops it (tests/test_sessions.py, tests/test_kit.py)."""
+    os.mkfifo(workspace / "started")
+    child = start_agent(workspace, WAITS_FOR_GO)
+    group = None
+    try:
+        group = started_group(workspace / "started", child)
+        os.kill(watcher_of(group), signal.SIGKILL)  # as `pkill -f watcher` in the command would
+        child.kill()
+        child.wait()
+        time.sleep(0.5)  # a watcher would have killed the group by now; none is left to do it
+        assert group_alive(group)
+    finally:
+        child.kill()
+        child.communicate()
+        if group is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+    assert within(10, lambda: not group_alive(group))
+
+
+def test_a_command_never_starts_unless_run_in_says_go(workspace):
+    """The command waits for "go", which run_in sends once the watcher runs: an agent that
+    dies before (its end of the pipe closes) leaves nothing that ran unwatched."""
+    program = nb.with_limits("echo ran > ran.txt", nb.LIMITS)
+    done = subprocess.run(program, cwd=workspace, stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 125 and not (workspace / "ran.txt").exists()
+    done = subprocess.run(program, cwd=workspace, input=b"go", timeout=60)
+    assert done.returncode == 0 and (workspace / "ran.txt").read_text() == "ran\n"
+
+
+@pytest.mark.parametrize("ending", ["exit", "timeout", "on_start raises"])
+def test_the_watcher_goes_when_run_in_returns(workspace, monkeypatch, ending):
+    """On every path out of run_in the watcher is killed and collected, before the command's
+    group id is freed: none is left behind, and none can kill a later group of that number."""
+    watchers = []
+    popen = subprocess.Popen
+
+    def recording(args, **options):
+        started = popen(args, **options)
+        if args[:3] == ["/bin/sh", "-c", nb.WATCHER]:
+            watchers.append(started)
+        return started
+
+    def fail(process):
+        raise RuntimeError("on_start failed")
+
+    monkeypatch.setattr(nb.subprocess, "Popen", recording)
+    command, options = {"exit": ("echo hi", {}), "timeout": ("sleep 30", {"timeout": 0.3}),
+                        "on_start raises": ("sleep 30", {"on_start": fail})}[ending]
+    with contextlib.suppress(RuntimeError):
+        nb.run_in(workspace, command, **options)
+    [watcher] = watchers
+    assert watcher.returncode == -signal.SIGKILL  # killed by run_in, and collected
