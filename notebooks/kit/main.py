@@ -13,7 +13,7 @@ What it wires together, each from its lesson's module beside this file:
   tracing (07)                every run (one task) writes its own trace file
   text_actions (08)           --text-actions: for a model without tool calling
   sessions (09)               the conversation is recorded as it happens; --resume goes on with
-                              it, after a crash too
+                              it, after a crash too (stopping a command the crash left running)
   parallel_and_steering (10)  reads of one batch run at the same time (--no-parallel)
   streaming (11)              replies are shown as they are written (--no-stream)
   context_budget (12)         a request the server refuses as too long is sent again with the
@@ -226,9 +226,11 @@ def gated(run_command, policy):
 
 def make_tools(root: Path, session, shell: bool) -> tuple[list, dict]:
     """Lesson 05's jailed tools, with lesson 06's approval stacked on them; every decision is
-    also written to the session (an edit's under its path, a command's as "$ command")."""
+    also written to the session (an edit's under its path, a command's as "$ command"), and so
+    is each command's process group, for a resume after a crash (lesson 09)."""
     tools, registry = sandbox.sandbox_tools(
-        root, risks=("read", "write", "execute") if shell else ("read", "write"))
+        root, risks=("read", "write", "execute") if shell else ("read", "write"),
+        on_start=sessions.recording_processes(session))
     if shell:
         registry["run_command"] = gated(registry["run_command"],
                                         sessions.recording_decisions(session, ask_command))
@@ -413,12 +415,17 @@ def go_on_with(session: sessions.Session, bot, args) -> None:
     from its current branch, after repairing what a crash left open (sessions.resume)."""
     if session.messages():
         open_calls = sessions.open_calls(session.path_to())
-        sessions.resume(session, bot)
+        sessions.resume(session, bot)  # a command the crash left running is stopped first
+        answers = bot.messages[len(bot.messages) - len(open_calls):]  # resume's, for open_calls
         if compacting(args):  # the summary it had, so its next request is the one it would
             context_budget.restore_compaction(session, bot)  # have sent
         say(f"resumed {shown(session.path)}: {len(bot.messages)} messages"
             + (f", {len(open_calls)} call(s) left open by a crash answered as interrupted"
                if open_calls else ""), args.quiet)
+        for answer in answers:
+            command = json.loads(answer["content"]).get("command")
+            if command:  # what became of a command the crash cut off (lesson 09)
+                say(f"  {answer['tool_call_id']}: {command}", args.quiet)
     else:
         sessions.record(session, bot)
     if compacting(args):
