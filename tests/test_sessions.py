@@ -1243,3 +1243,19 @@ def test_each_command_s_group_is_recorded_right_after_its_tool_start(in_tmp):
     with sessions.new_session("t.jsonl") as other, subprocess.Popen(["true"]) as command:
         sessions.recording_processes(other)(command)  # no tool call started it (a verifier's)
     assert kinds("t.jsonl") == ["session"]  # so it is not recorded
+
+
+def test_a_group_that_will_not_go_is_said_to_be_still_there(survivor, monkeypatch):
+    """A SIGKILL the group does not die of in 5 s (a process stuck in the kernel): resume
+    says it sent it and what it saw, not that it stopped it."""
+    import types
+
+    crashed_in_a_command("s.jsonl", survivor.pid, sandbox.process_start(survivor.pid))
+    unkilled = types.SimpleNamespace(**{**vars(os), "killpg": lambda group, sig: None})
+    monkeypatch.setattr(sessions, "os", unkilled)  # sessions' kill does nothing; ours still works
+    ticks = iter(range(0, 1000, 10))  # each look at the clock is 10 s later: no real waiting
+    monkeypatch.setattr(sessions, "time", types.SimpleNamespace(
+        monotonic=lambda: next(ticks), sleep=lambda seconds: None, time=time.time))
+    said = resumed_answer("s.jsonl")["command"]
+    assert said.endswith("resume sent it SIGKILL, but 5 s later some of it was still there")
+    assert survivor.pid in sandbox.group_members(survivor.pid)
