@@ -221,6 +221,20 @@ def test_the_trace_has_no_problems_and_agrees_with_the_session(tmp_path):
     assert len(ended) == 1 and "rejected this edit" in ended[0]["result"]
 
 
+def test_each_shell_command_s_process_group_is_in_the_session_for_resume(tmp_path):
+    """build gives the shell lesson 09's recording_processes: every run_command call has a
+    process entry right after its tool_start, which resume reads after a crash."""
+    bot, _, session_file, _ = run_task(tmp_path, reject_then_approve(), **SMALL)
+    branch = sessions.load_session(session_file).path_to()
+    commands = [c["id"] for m in bot.messages for c in m.get("tool_calls", [])
+                if c["function"]["name"] == "run_command"]
+    recorded = [(branch[n - 1]["tool_call_id"], entry["tool_call_id"])
+                for n, entry in enumerate(branch) if entry["type"] == "process"]
+    assert len(commands) == 2 and recorded == [(call, call) for call in commands]
+    assert all(isinstance(e["pgid"], int) and e["started"] for e in branch
+               if e["type"] == "process")
+
+
 def test_the_session_resumes_to_the_same_history_and_the_same_next_request(tmp_path):
     bot, world, session_file, _ = run_task(tmp_path, reject_then_approve(), **SMALL)
     assert bot.compaction is not None

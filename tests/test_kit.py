@@ -15,10 +15,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import course  # first: it makes `import sessions` load the notebook's export cells
 import pytest
+import sandbox  # lesson 05's export cells: a process group, seen from outside
 import sessions  # lesson 09's export cells, the code of the kit's sessions.py
 import tracing  # lesson 07's
 
@@ -232,12 +234,26 @@ def wait_in_the_shell(fifo: Path, child) -> int:
     return int(text)
 
 
+def group_alive(group: int) -> bool:
+    return bool(sandbox.group_members(group))  # zombies left out: they have ended
+
+
+def within(seconds: float, condition) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_path):
     fifo = tmp_path / "started"
     os.mkfifo(fifo)
     flags = scripted(tmp_path, {"calls": [
         call("edit_file", path="todo.md", old_str="", new_str="- run the tests\n"),
-        call("run_command", command=f"echo $$ > {fifo}; exec sleep 60")]})
+        call("run_command", command=f"(sleep 60; echo late > late.txt) & echo $$ > {fifo}; "
+                                    "wait")]})
     child = main_py(kit, *flags, "Write a todo list, then run the tests.", cwd=kit)
     child.stdin.write("y\ny\n")  # the edit, then the command
     child.stdin.flush()
@@ -245,13 +261,16 @@ def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_
     try:
         child.send_signal(signal.SIGKILL)  # no except, no finally, no agent_end
         child.communicate(timeout=30)
+        # lesson 05's watcher: the command's group (its shell and the child) went with main.py
+        assert within(10, lambda: not group_alive(command)), "the command outlived main.py"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(command, signal.SIGKILL)  # the command's own process group
     [path] = (tmp_path / "sessions").iterdir()
     crashed = sessions.load_session(path)
     assert agent.pairing_problem(crashed.messages()) is not None  # a call with no result
-    assert [e["type"] for e in crashed.path_to()[-2:]] == ["tool_start", "approval"]
+    assert [e["type"] for e in crashed.path_to()[-3:]] == ["tool_start", "approval", "process"]
+    assert crashed.entries[crashed.leaf]["pgid"] == command  # recorded, for resume
 
     flags = scripted(tmp_path,  # it wrote todo.md before the kill: it may edit it unread
                      {"calls": [call("edit_file", path="todo.md", old_str="- run the tests\n",
@@ -262,11 +281,15 @@ def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_
     out, err = again.communicate("y\ny\n", timeout=60)
     assert again.returncode == 0, err
     assert "1 call(s) left open by a crash answered as interrupted" in err
+    assert f"call_2: its command was no longer running at resume (process group {command} " \
+        "was gone)" in err
     session = sessions.load_session(path)
     messages = session.messages()
     assert agent.pairing_problem(messages) is None and messages[-1]["role"] == "assistant"
     repaired = [m for m in messages if m["role"] == "tool" and agent.INTERRUPTED in m["content"]]
     assert len(repaired) == 1
+    assert "no longer running at resume" in json.loads(repaired[0]["content"])["command"]
+    assert not (tmp_path / "work" / "late.txt").exists()
     assert [e["stop_reason"] for e in session.path_to() if e["type"] == "stop"] == [
         "crashed", "done"]
     assert (tmp_path / "work" / "todo.md").read_text() == "- run the tests\n- ran them\n"
@@ -275,6 +298,50 @@ def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_
     first, second = sorted((tmp_path / "traces" / path.stem).iterdir())
     assert tracing.trace_problems(tracing.load_trace(first))  # cut off by the kill
     assert tracing.trace_problems(tracing.load_trace(second)) == []
+
+
+def test_a_command_that_killed_its_watcher_is_stopped_by_resume_and_the_model_is_told(
+        kit, tmp_path):
+    """Issue 23: the command kills lesson 05's watcher (as `pkill -f watcher` could), then
+    main.py is killed: the command runs on, as nothing is left to stop it. The session
+    recorded its group, so the resumed main.py stops it before the model is asked anything,
+    and the answer the model reads says that it was still running and was stopped."""
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    go, late = tmp_path / "go", tmp_path / "work" / "late.txt"
+    waits = f"(while [ ! -e {go} ]; do sleep 0.02; done; echo late > late.txt) & "
+    flags = scripted(tmp_path, {"calls": [call("run_command", command=waits +
+                                               f"echo $$ > {fifo}; wait")]})
+    child = main_py(kit, *flags, "Run the job.", cwd=kit)
+    child.stdin.write("y\n")
+    child.stdin.flush()
+    command = wait_in_the_shell(fifo, child)
+    try:
+        listed = subprocess.run(["ps", "-A", "-o", "pid=,args="], capture_output=True,
+                                text=True, check=True).stdout
+        [watcher] = [int(line.split()[0]) for line in listed.splitlines()
+                     if line.rstrip().endswith(f"watcher {command}")]
+        os.kill(watcher, signal.SIGKILL)
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=30)
+        assert group_alive(command)  # the survivor: the command runs on, with no agent
+        [path] = (tmp_path / "sessions").iterdir()
+        flags = scripted(tmp_path, {"content": "I will check what the job did first."})
+        again = main_py(kit, *flags, "--resume", str(path), "Please go on.", cwd=kit)
+        out, err = again.communicate(timeout=60)
+        assert again.returncode == 0, err
+        assert not group_alive(command)  # stopped by the resume, before the model was asked
+        go.touch()  # had anything of the command been left, it would write late.txt now
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(command, signal.SIGKILL)
+    said = (f"its command was still running at resume (process group {command}), and resume "
+            "stopped it: it may have run partly")
+    assert f"call_1: {said}" in err
+    messages = sessions.load_session(path).messages()
+    [repaired] = [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
+    assert repaired == {"error": agent.INTERRUPTED, "command": said}
+    assert not late.exists()
 
 
 def test_the_commands_main_prints_run_as_printed_in_the_python_that_ran_it(kit, tmp_path):

@@ -6,6 +6,7 @@ stage, resumes into a history a strict server accepts (ScriptedClient, and the r
 SDK over httpx2.MockTransport); branches copy nothing; bad files are refused or reported and
 never changed."""
 
+import contextlib
 import fcntl
 import functools
 import json
@@ -15,12 +16,14 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import course  # noqa: F401  (first: it makes `import sessions` load the notebook's cells)
 import httpx2
 import openai
 import pytest
+import sandbox  # lesson 05's: the shell's process group, seen from outside
 import sessions
 import tracing
 from test_loop import assert_history_valid
@@ -759,6 +762,15 @@ MALFORMED = {  # issue 23: each once ended in a TypeError, KeyError or Attribute
                                          "a tool_start entry without its 'tool_call_id'"),
     "a tool_start whose call id is a list": (line_3(type="tool_start", tool_call_id=["c1"],
                                                     name="t"), "its 'tool_call_id' is a list"),
+    "a process without its group": (line_3(type="process", tool_call_id="c1"),
+                                    "a process entry without its 'pgid'"),
+    "a process group that is text": (line_3(type="process", tool_call_id="c1", pgid="42"),
+                                     "its 'pgid' is a string, not a whole number"),
+    "a process group that is true": (line_3(type="process", tool_call_id="c1", pgid=True),
+                                     "its 'pgid' is true, not a whole number"),
+    "a process start that is a number": (
+        line_3(type="process", tool_call_id="c1", pgid=42, started=7),
+        "its 'started' is a number, not a string or null"),
     "a model entry without its model": (line_3(type="model"),
                                         "a model entry without its 'model'"),
     "a model that is a list": (line_3(type="model", model=["gpt"]), "its 'model' is a list"),
@@ -1132,3 +1144,156 @@ print(sessions.tree(sessions.load_session("s.jsonl")).split("\\n")[-1])
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("<- leaf") and "stop: done" in done.stdout
     assert "import course" not in (kit / "sessions.py").read_text()
+
+
+# --- A command a crash left running (issue 23) ---------------------------------------------------
+
+
+def crashed_in_a_command(path, group: int, started: str | None) -> None:
+    """A session as a crash in the middle of run_command leaves it: the call's tool_start,
+    then the process entry recording_processes writes."""
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "run_command", "arguments": '{"command": "./job.sh"}'}}
+    with sessions.new_session(path) as session:
+        for message in ({"role": "system", "content": "s"}, {"role": "user", "content": "go"},
+                        {"role": "assistant", "content": "", "tool_calls": [call]}):
+            session.append("message", message=message)
+        session.append("tool_start", tool_call_id="call_1", name="run_command")
+        session.append("process", tool_call_id="call_1", pgid=group, started=started)
+
+
+def resumed_answer(path) -> dict:
+    bot = Agent(ScriptedClient([reply("checking first")]), "scripted-demo", on_event=None)
+    with sessions.open_session(path) as session:
+        sessions.resume(session, bot)
+    assert_history_valid(bot.messages)
+    answer = json.loads(bot.messages[-1]["content"])
+    assert answer["error"] == agent.INTERRUPTED  # the words agent.py uses, and one more field
+    return answer
+
+
+def until_gone(group: int, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while sandbox.group_members(group):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.fixture
+def survivor(in_tmp):
+    """A process group of its own, standing in for a command whose watcher was killed: a loop
+    that would write late.txt once `go` exists. Killed and collected afterwards, whatever
+    happened."""
+    process = subprocess.Popen(["/bin/sh", "-c", "while [ ! -e go ]; do sleep 0.02; done; "
+                                "echo ran > late.txt"], start_new_session=True)
+    yield process
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def test_a_command_a_crash_left_running_is_stopped_on_resume_and_its_answer_says_so(survivor):
+    crashed_in_a_command("s.jsonl", survivor.pid, sandbox.process_start(survivor.pid))
+    assert survivor.pid in sandbox.group_members(survivor.pid)
+    answer = resumed_answer("s.jsonl")
+    assert answer["command"] == (
+        f"its command was still running at resume (process group {survivor.pid}), and resume "
+        "stopped it: it may have run partly")
+    assert sandbox.group_members(survivor.pid) == []  # stopped before resume returned
+    assert survivor.wait(timeout=10) == -signal.SIGKILL
+    Path("go").touch()
+    assert not Path("late.txt").exists()
+    repaired = [e for e in sessions.load_session("s.jsonl").entries.values() if e.get("repaired")]
+    assert [json.loads(e["message"]["content"]) for e in repaired] == [answer]  # in the file
+
+
+def test_a_command_gone_by_resume_is_said_to_be_gone(survivor):
+    started = sandbox.process_start(survivor.pid)
+    os.killpg(survivor.pid, signal.SIGKILL)
+    survivor.wait()
+    crashed_in_a_command("s.jsonl", survivor.pid, started)
+    assert "its command was no longer running at resume (process group" in \
+        resumed_answer("s.jsonl")["command"]
+
+
+def test_a_group_whose_number_another_process_has_now_is_left_alone(survivor):
+    """The same number, another start: the group the crash left had ended (a process id is
+    not given again while a group of that number lives), and this one is not stopped."""
+    crashed_in_a_command("s.jsonl", survivor.pid, "an earlier process's start")
+    said = resumed_answer("s.jsonl")["command"]
+    assert "the number now belongs to another program, left alone" in said
+    assert survivor.pid in sandbox.group_members(survivor.pid)  # still running
+
+
+def test_a_group_whose_first_process_exited_is_reported_not_stopped(in_tmp):
+    """Once the shell has exited, a later group could have been given its number: resume
+    cannot be sure the processes are the command's, so it says so and stops nothing."""
+    shell = subprocess.Popen(["/bin/sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!; read _"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        child = int(shell.stdout.readline())
+        started = sandbox.process_start(shell.pid)
+        shell.stdin.close()  # the shell exits; its child stays in the group
+        shell.wait()
+        crashed_in_a_command("s.jsonl", shell.pid, started)
+        said = resumed_answer("s.jsonl")["command"]
+        assert f"its command's process group {shell.pid} still had processes at resume" in said
+        assert f"they were not stopped; `kill -KILL -- -{shell.pid}` stops them" in said
+        assert sandbox.group_members(shell.pid) == [child]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGKILL)
+    assert until_gone(shell.pid)
+
+
+def test_resume_says_so_when_it_cannot_look_for_the_group(survivor, monkeypatch):
+    crashed_in_a_command("s.jsonl", survivor.pid, sandbox.process_start(survivor.pid))
+    monkeypatch.setattr(sandbox, "group_members", lambda group: None)  # no /proc, no ps
+    said = resumed_answer("s.jsonl")["command"]
+    assert said.endswith("(no /proc and no ps here): it may still be running")
+
+
+def test_each_command_s_group_is_recorded_right_after_its_tool_start(in_tmp):
+    """recording_processes, given to lesson 05's shell as on_start: one process entry per
+    command, naming the call, the group (the shell's pid) and that process's start."""
+    starts = []
+    with sessions.new_session("s.jsonl") as session:
+        recording = sessions.recording_processes(session)
+
+        def on_start(process):
+            starts.append(sandbox.process_start(process.pid))
+            recording(process)
+
+        tools, registry = sandbox.sandbox_tools(in_tmp, ("execute",), on_start=on_start)
+        bot = Agent(ScriptedClient([tool_call("run_command", command="echo $$"), reply("done")]),
+                    "scripted-demo", tools=tools, registry=registry, on_event=None)
+        sessions.record(session, bot)
+        bot.chat("run it")
+    found = entries("s.jsonl")
+    start = [(e["type"], e.get("tool_call_id")) for e in found].index(("tool_start", "call_1"))
+    process = found[start + 1]
+    shell = int(json.loads(bot.messages[-2]["content"])["output"])
+    assert (process["type"], process["tool_call_id"]) == ("process", "call_1")
+    assert process["pgid"] == shell and process["started"] == starts[0] is not None
+    with sessions.new_session("t.jsonl") as other, subprocess.Popen(["true"]) as command:
+        sessions.recording_processes(other)(command)  # no tool call started it (a verifier's)
+    assert kinds("t.jsonl") == ["session"]  # so it is not recorded
+
+
+def test_a_group_that_will_not_go_is_said_to_be_still_there(survivor, monkeypatch):
+    """A SIGKILL the group does not die of in 5 s (a process stuck in the kernel): resume
+    says it sent it and what it saw, not that it stopped it."""
+    import types
+
+    crashed_in_a_command("s.jsonl", survivor.pid, sandbox.process_start(survivor.pid))
+    unkilled = types.SimpleNamespace(**{**vars(os), "killpg": lambda group, sig: None})
+    monkeypatch.setattr(sessions, "os", unkilled)  # sessions' kill does nothing; ours still works
+    ticks = iter(range(0, 1000, 10))  # each look at the clock is 10 s later: no real waiting
+    monkeypatch.setattr(sessions, "time", types.SimpleNamespace(
+        monotonic=lambda: next(ticks), sleep=lambda seconds: None, time=time.time))
+    said = resumed_answer("s.jsonl")["command"]
+    assert said.endswith("resume sent it SIGKILL, but 5 s later some of it was still there")
+    assert survivor.pid in sandbox.group_members(survivor.pid)

@@ -3,6 +3,7 @@
 Timeouts here are one or two seconds, so the file runs in a few seconds.
 """
 
+import contextlib
 import json
 import os
 import shlex
@@ -10,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -303,6 +305,7 @@ def test_a_key_only_in_the_agents_memory_leaks_where_the_kernel_allows_ptrace(wo
 
 AGENT_STOPPED_BY_ITS_COMMAND = r"""
 import sys
+import threading
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from course import load_notebook
@@ -414,13 +417,16 @@ def test_the_limits_are_set_without_preexec_fn(workspace, monkeypatch):
 
     monkeypatch.setattr(nb.subprocess, "Popen", recording)
     result = run(workspace, "ulimit -t; echo $$; ps -o ppid= -p $$", limits={"RLIMIT_CPU": 7})
-    (args, options), = seen
-    assert options.get("preexec_fn") is None and options["start_new_session"] is True
+    (args, options), (watcher, watching) = seen  # the command, then its watcher
+    for started in (options, watching):
+        assert started.get("preexec_fn") is None and started["start_new_session"] is True
     assert args[:2] == [sys.executable, "-I"] and args[-2:] == [str(nb.resource.RLIMIT_CPU), "7"]
+    assert watcher == ["/bin/sh", "-c", nb.WATCHER, "watcher", result["output"].split()[1]]
     limit, shell, parent = result["output"].split()
     assert limit == "7" and int(parent) == os.getpid()  # the shell's parent is the agent
-    assert nb.with_limits("true", {}) == ["/bin/sh", "-c", "true"]  # no limits: the shell alone
-    assert nb.with_limits("true", {"RLIMIT_NOT_ON_THIS_OS": 1}) == ["/bin/sh", "-c", "true"]
+    program = [sys.executable, "-I", "-S", "-c", nb.SET_LIMITS_THEN_EXEC, "true"]
+    assert nb.with_limits("true", {}) == program  # no limits: the program still waits for go
+    assert nb.with_limits("true", {"RLIMIT_NOT_ON_THIS_OS": 1}) == program
 
 
 def test_signals_python_ignores_are_back_to_their_default_in_the_command(workspace):
@@ -553,3 +559,172 @@ def test_a_test_never_runs_stale_bytecode_after_an_edit_of_the_same_size(workspa
     os.utime(module, ns=(stamp, stamp))  # ...and the same mtime, as within one second
     assert run(workspace, f"{PYTHON} -c 'import calc; print(calc.ANSWER)'")["output"] == "2\n"
     assert not (workspace / "__pycache__").exists()
+
+
+# --- When the agent dies ----------------------------------------------------------------------
+# The agent is a real process that calls run_in; the command tells us its group (its shell's
+# pid, through a FIFO, so we wait on a pipe, not on luck) and keeps a child in the group that
+# would write late.txt once we create `go`.
+
+AGENT_RUNNING_A_COMMAND = r"""
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, sys.argv[1])
+import course  # noqa: F401  (it makes `import sandbox` load lesson 05's export cells)
+import sandbox
+
+print(sandbox.run_in(Path.cwd(), sys.argv[2], timeout=120), flush=True)
+"""
+WAITS_FOR_GO = ("(while [ ! -e go ]; do sleep 0.02; done; echo ran > late.txt) & "
+                "sleep 120 & echo $$ > started; wait")
+
+
+def group_alive(pgid: int) -> bool:
+    """Is any process of group pgid still running? Zombies do not count: they have ended and
+    wait to be collected (a container's first process may never collect them)."""
+    proc = Path("/proc")
+    if (proc / "self" / "stat").exists():
+        for stat in proc.glob("[0-9]*/stat"):
+            try:
+                state, _, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+            except OSError:  # it ended while we looked
+                continue
+            if int(group) == pgid and state not in ("Z", "X"):
+                return True
+        return False
+    listed = subprocess.run(["ps", "-A", "-o", "pgid=,stat="], capture_output=True, text=True,
+                            check=True).stdout
+    return any(int(group) == pgid and not state.startswith("Z")
+               for group, state in (line.split() for line in listed.splitlines()))
+
+
+def within(seconds: float, condition) -> bool:
+    """Poll condition() until it holds or the deadline passes; a SIGKILL's effects are
+    asynchronous, so we wait for them, but never longer than the deadline."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def started_group(fifo: Path, child: subprocess.Popen) -> int:
+    """Block until the command has written its group (its shell's pid) into the FIFO; if the
+    agent ends first, open the FIFO for writing so that this wakes, and say why."""
+    def wake_if_the_child_ends():
+        child.wait()
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    threading.Thread(target=wake_if_the_child_ends, daemon=True).start()
+    with open(fifo) as started:
+        text = started.read().strip()
+    assert text, f"the agent ended before the command ran: {child.stderr.read()}"
+    return int(text)
+
+
+def start_agent(workspace: Path, command: str) -> subprocess.Popen:
+    """The agent, in a process group of its own (so a test can kill that group too)."""
+    return subprocess.Popen([sys.executable, "-c", AGENT_RUNNING_A_COMMAND,
+                             str(course.NOTEBOOKS), command], cwd=workspace,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def watcher_of(group: int) -> int:
+    """The process id of the watcher run_in started for the group (its arguments end with
+    "watcher GROUP")."""
+    listed = subprocess.run(["ps", "-A", "-o", "pid=,args="], capture_output=True, text=True,
+                            check=True).stdout
+    [pid] = [int(line.split()[0]) for line in listed.splitlines()
+             if line.rstrip().endswith(f"watcher {group}")]
+    return pid
+
+
+@pytest.mark.parametrize("killed", ["the agent", "the agent's process group"])
+def test_a_command_does_not_outlive_an_agent_killed_with_sigkill(workspace, killed):
+    """SIGKILL leaves the agent no except, no finally: the watcher that run_in starts beside
+    the command sees the agent's end of its pipe close, and kills the command's group - the
+    shell and the children it left in the group, not only the shell. The watcher has a
+    session of its own, so a kill of the agent's whole group does not take it along."""
+    os.mkfifo(workspace / "started")
+    child = start_agent(workspace, WAITS_FOR_GO)
+    group = None
+    try:
+        group = started_group(workspace / "started", child)
+        assert group_alive(group)
+        if killed == "the agent":
+            child.kill()  # SIGKILL
+        else:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        assert within(10, lambda: not group_alive(group)), "the command outlived its agent"
+        (workspace / "go").touch()  # nothing is left that could write late.txt
+        assert not (workspace / "late.txt").exists()
+    finally:
+        child.kill()
+        child.communicate()
+        if group is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+
+
+def test_a_command_that_kills_its_watcher_outlives_a_killed_agent(workspace):
+    """What the watcher does not cover (besides a process that leaves the group): the command
+    runs as our user and may kill its watcher. Lesson 09 records the group, so that resume
+    finds such a survivor and stops it (tests/test_sessions.py, tests/test_kit.py)."""
+    os.mkfifo(workspace / "started")
+    child = start_agent(workspace, WAITS_FOR_GO)
+    group = None
+    try:
+        group = started_group(workspace / "started", child)
+        os.kill(watcher_of(group), signal.SIGKILL)  # as `pkill -f watcher` in the command would
+        child.kill()
+        child.wait()
+        time.sleep(0.5)  # a watcher would have killed the group by now; none is left to do it
+        assert group_alive(group)
+    finally:
+        child.kill()
+        child.communicate()
+        if group is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+    assert within(10, lambda: not group_alive(group))
+
+
+def test_a_command_never_starts_unless_run_in_says_go(workspace):
+    """The command waits for "go", which run_in sends once the watcher runs: an agent that
+    dies before (its end of the pipe closes) leaves nothing that ran unwatched."""
+    program = nb.with_limits("echo ran > ran.txt", nb.LIMITS)
+    done = subprocess.run(program, cwd=workspace, stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 125 and not (workspace / "ran.txt").exists()
+    done = subprocess.run(program, cwd=workspace, input=b"go", timeout=60)
+    assert done.returncode == 0 and (workspace / "ran.txt").read_text() == "ran\n"
+
+
+@pytest.mark.parametrize("ending", ["exit", "timeout", "on_start raises"])
+def test_the_watcher_goes_when_run_in_returns(workspace, monkeypatch, ending):
+    """On every path out of run_in the watcher is killed and collected, before the command's
+    group id is freed: none is left behind, and none can kill a later group of that number."""
+    watchers = []
+    popen = subprocess.Popen
+
+    def recording(args, **options):
+        started = popen(args, **options)
+        if args[:3] == ["/bin/sh", "-c", nb.WATCHER]:
+            watchers.append(started)
+        return started
+
+    def fail(process):
+        raise RuntimeError("on_start failed")
+
+    monkeypatch.setattr(nb.subprocess, "Popen", recording)
+    command, options = {"exit": ("echo hi", {}), "timeout": ("sleep 30", {"timeout": 0.3}),
+                        "on_start raises": ("sleep 30", {"on_start": fail})}[ending]
+    with contextlib.suppress(RuntimeError):
+        nb.run_in(workspace, command, **options)
+    [watcher] = watchers
+    assert watcher.returncode == -signal.SIGKILL  # killed by run_in, and collected

@@ -13,7 +13,7 @@ What it wires together, each from its lesson's module beside this file:
   tracing (07)                every run (one task) writes its own trace file
   text_actions (08)           --text-actions: for a model without tool calling
   sessions (09)               the conversation is recorded as it happens; --resume goes on with
-                              it, after a crash too
+                              it, after a crash too (stopping a command the crash left running)
   parallel_and_steering (10)  reads of one batch run at the same time (--no-parallel)
   streaming (11)              replies are shown as they are written (--no-stream)
   context_budget (12)         a request the server refuses as too long is sent again with the
@@ -344,9 +344,11 @@ def make_tools(root: Path, session, shell: bool) -> tuple[list, dict]:
     """Lesson 05's jailed tools, with lesson 06's approval on every one that is not read-only:
     an edit is shown as a diff, any other call as it will run. Every decision is also written
     to the session, an edit's under its path, any other under "command". The reads and edits
-    of the session's branch so far count as seen (approval_tools' history)."""
+    of the session's branch so far count as seen (approval_tools' history). Each command's
+    process group is written to the session too, for a resume after a crash (lesson 09)."""
     tools, registry = sandbox.sandbox_tools(
-        root, risks=("read", "write", "execute") if shell else ("read", "write"))
+        root, risks=("read", "write", "execute") if shell else ("read", "write"),
+        on_start=sessions.recording_processes(session))
     ask = sessions.recording_decisions(session, ask_command, field="command")
     for name in registry:
         if sandbox.RISK[name] != "read" and name != "edit_file":  # edit_file: approval_tools
@@ -516,12 +518,17 @@ def go_on_with(session: sessions.Session, bot, args) -> None:
     from its current branch, after repairing what a crash left open (sessions.resume)."""
     if session.messages():
         open_calls = sessions.open_calls(session.path_to())
-        sessions.resume(session, bot)
+        sessions.resume(session, bot)  # a command the crash left running is stopped first
+        answers = bot.messages[len(bot.messages) - len(open_calls):]  # resume's, for open_calls
         if compacting(args):  # the summary it had, so its next request is the one it would
             context_budget.restore_compaction(session, bot)  # have sent
         say(f"resumed {shown(session.path)}: {len(bot.messages)} messages"
             + (f", {len(open_calls)} call(s) left open by a crash answered as interrupted"
                if open_calls else ""), args.quiet)
+        for answer in answers:
+            command = json.loads(answer["content"]).get("command")
+            if command:  # what became of a command the crash cut off (lesson 09)
+                say(f"  {answer['tool_call_id']}: {command}", args.quiet)
     else:
         sessions.record(session, bot)
     if compacting(args):
