@@ -1179,12 +1179,19 @@ def main(argv=None) -> int:
     run = commands.add_parser("execute", help="re-run notebooks and save their outputs")
     run.add_argument("lessons", nargs="*", help="e.g. 03-the-loop (or 03)")
     run.add_argument("--all", action="store_true", help="every notebook")
+    sync = commands.add_parser("zh-sync", help="make notebooks/zh/NN-slug.ipynb from the English "
+                               "notebook and the Chinese one, and say which cells need a "
+                               "translator")
+    sync.add_argument("lessons", nargs="*", help="e.g. 01-tools (or 01)")
+    sync.add_argument("--all", action="store_true", help="every notebook that has a Chinese twin")
     args = parser.parse_args(argv)
     try:
         if args.command == "export":
             return _export_command(parser, args)
         if args.command == "build":
             return _build_command(args)
+        if args.command == "zh-sync":
+            return _zh_sync_command(parser, args)
         return _execute_command(parser, args)
     except (LookupError, ValueError, SyntaxError) as exc:
         print(f"course.py: {exc}", file=sys.stderr)
@@ -1237,6 +1244,21 @@ def _execute_command(parser, args) -> int:
     for path in paths:
         print(f"executing {path.name} ...", flush=True)
         execute(path)
+    return 0
+
+
+def _zh_sync_command(parser, args) -> int:
+    if args.all == bool(args.lessons):
+        parser.error("give one or more notebooks, or --all")
+    paths = ([NOTEBOOKS / p.name for p in sorted(ZH_NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))]
+             if args.all else [notebook_path(name) for name in args.lessons])
+    for path in paths:
+        todo = zh_sync(path)
+        shown = (ZH_NOTEBOOKS / path.name).relative_to(ROOT)
+        print(f"{shown}: in step with {path.name}" if not todo else
+              f"{shown}: {len(todo)} cells need a translator (each has a zh-sync line):")
+        for line in todo:
+            print(f"  {line}")
     return 0
 
 
