@@ -604,12 +604,12 @@ def check_texts() -> tuple[dict[str, str], list, list[str]]:
     return exact, templates, problems
 
 
-def _check_text_in_chinese(text: str, templates=True) -> str:
+def _check_text_in_chinese(text: str) -> str:
     """A check's text in Chinese, "" if it has none."""
     exact, patterns, _ = check_texts()
     if text in exact:
         return exact[text]
-    for pattern, parts in patterns if templates else []:
+    for pattern, parts in patterns:
         found = pattern.fullmatch(text)
         if found:  # a value that is itself a text the checks translate is shown translated
             return "".join(p if isinstance(p, str) else exact.get(found[p], found[p])
@@ -688,17 +688,14 @@ def in_chinese(text: str) -> str:
 
 def _case_in_chinese(ok: bool, rest: str) -> str:
     """A case's line, "what: detail" in English, in Chinese. Which ": " ends the case's text
-    (it may hold one): the longest text the checks translate, else the shortest a template
-    matches, else the one before a detail course wrote; else the line has no detail."""
+    (it may hold some): the last one that leaves a text the checks translate, else the first
+    one before a detail course wrote; else the line has no detail."""
     cuts = [at for at in range(len(rest)) if rest.startswith(": ", at)]
     for at in [len(rest), *reversed(cuts)]:
         what = rest[:at]
-        if what in check_texts()[0] or what in _COURSE_CASES:
-            return _case_line("zh", ok, what, _check_text_in_chinese(what), rest[at + 2:])
-    for at in [*cuts, len(rest)]:
-        zh = _check_text_in_chinese(rest[:at])
-        if zh:
-            return _case_line("zh", ok, rest[:at], zh, rest[at + 2:])
+        zh = _check_text_in_chinese(what)
+        if zh or what in _COURSE_CASES:
+            return _case_line("zh", ok, what, zh, rest[at + 2:])
     for at in cuts:
         if _message_in_chinese(rest[at + 2:], _DETAILS) != rest[at + 2:]:
             return _case_line("zh", ok, rest[:at], "", rest[at + 2:])
