@@ -196,3 +196,105 @@ def test_the_suite_does_not_run_the_chinese_notebooks_under_nbval():
     if TWINS:
         named = collected(str(TWINS[0].relative_to(ROOT)))
         assert named and all(line.startswith("notebooks/zh/") for line in named)
+
+
+def run_first_cell(cwd: Path, then: str) -> list[str]:
+    """The first cell as a student's kernel runs it in cwd, then more code; what it printed."""
+    done = subprocess.run([sys.executable, "-c", course.FIRST_CELL + then], cwd=cwd,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_a_kernel_started_in_notebooks_zh_finds_the_course_and_speaks_chinese_wherever_it_goes():
+    """Jupyter starts a notebook's kernel in its folder: course takes the language from there,
+    once, when the first cell imports it; fresh_workspace moving away does not change it."""
+    shown = run_first_cell(ZH, "print(course.__file__, course.LANGUAGE)\n"
+                               "course.fresh_workspace('t')\n"
+                               "print(course.LANGUAGE, Path.cwd() != course.ZH_NOTEBOOKS)\n")
+    assert shown[0] == f"{NOTEBOOKS / 'course.py'} zh"
+    assert shown[1].startswith("工作区：") and shown[2].startswith("（新建的临时文件夹")
+    assert shown[3] == "zh True"
+    assert run_first_cell(NOTEBOOKS, "print(course.LANGUAGE)\n") == ["en"]
+
+
+def test_the_language_is_chinese_in_notebooks_zh_only_and_can_be_set_by_hand():
+    assert course.language_of(ZH) == course.language_of(ZH / "sub") == "zh"
+    assert course.language_of(NOTEBOOKS) == course.language_of(ROOT) == "en"
+    assert course.language_of(ROOT / "lessons" / "zh") == "en"
+    before = course.use_language("zh")
+    try:
+        assert course.say("not written") == "还没写"
+        with pytest.raises(ValueError, match="'en' or 'zh'"):
+            course.use_language("fr")
+    finally:
+        course.use_language(before)
+    assert course.say("not written") == "not written yet"
+
+
+def write_notebook(path: Path, cells: list[dict]) -> Path:
+    import nbformat
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.from_dict(c) for c in cells])
+    path.write_text(nbformat.writes(notebook) + "\n", encoding="utf-8")
+    return path
+
+
+def markdown(cell_id, source, **metadata):
+    return {"cell_type": "markdown", "id": cell_id, "source": source, "metadata": metadata}
+
+
+def code(cell_id, source, outputs=(), count=1, **metadata):
+    return {"cell_type": "code", "id": cell_id, "source": source, "metadata": metadata,
+            "outputs": list(outputs), "execution_count": count}
+
+
+def test_zh_sync_keeps_what_is_translated_and_marks_what_needs_a_translator(tmp_path, monkeypatch):
+    monkeypatch.setattr(course, "ZH_NOTEBOOKS", tmp_path / "zh")
+    (tmp_path / "zh").mkdir()
+    note = course.say("workspace", "en", path="/tmp/afz-99-x")
+    stream = {"output_type": "stream", "name": "stdout", "text": note + "\nhello\n"}
+    english = write_notebook(tmp_path / "99-demo.ipynb", [
+        markdown("m1", "# 99 — A demo"), code("k1", "x = 1  # one\nprint(x)", [stream]),
+        markdown("m2", "Some English text."), code("k2", "y = 2", count=2)])
+    # a new twin: the English copied in, each cell that needs a translator marked
+    notebook, todo = course.zh_notebook(english)
+    assert [c["id"] for c in notebook["cells"]] == ["m1", "k1", "m2", "k2"]
+    assert [line.split(" ")[0] for line in todo] == ["m1", "k1", "m2"]  # k2 has no comment
+    assert notebook["cells"][0]["source"].startswith("<!-- zh-sync:")
+    assert notebook["cells"][1]["source"].startswith("# zh-sync:")
+    assert "".join(notebook["cells"][1]["outputs"][0]["text"]) == \
+        course.say("workspace", "zh", path="/tmp/afz-99-x") + "\nhello\n"
+    assert text(notebook["cells"][3]) == "y = 2"
+    # translated: kept as it is, as long as the English does not change
+    notebook["cells"][0]["source"] = "# 99 — 一个演示"
+    notebook["cells"][1]["source"] = "x = 1  # 一\nprint(x)"
+    notebook["cells"][2]["source"] = "一段中文。"
+    twin = write_notebook(tmp_path / "zh" / english.name, notebook["cells"])
+    again, todo = course.zh_notebook(english)
+    assert todo == [] and [text(c) for c in again["cells"]] == [text(c) for c in cells(twin)]
+    # the English changes: new text, a comment, new code, a new cell
+    write_notebook(english, [
+        markdown("m1", "# 99 — A demo"), code("k1", "x = 1  # the first\nprint(x)", [stream]),
+        markdown("m2", "Other English text."), code("k2", "y = 3", count=2),
+        markdown("m3", "A new cell.")])
+    notebook, todo = course.zh_notebook(english)
+    sources = [text(c) for c in notebook["cells"]]
+    assert sources[0] == "# 99 — 一个演示"
+    assert sources[1].startswith("# zh-sync:") and sources[1].endswith("x = 1  # 一\nprint(x)")
+    assert "Other English text." in sources[2] and sources[2].endswith("\n一段中文。")
+    assert sources[3] == "y = 3"
+    assert sources[4].startswith("<!-- zh-sync:") and sources[4].endswith("A new cell.")
+    assert [line.split(" ")[0] for line in todo] == ["k1", "m2", "m3"]
+    # a cell gone from the English is gone from the twin
+    write_notebook(english, [markdown("m1", "# 99 — A demo")])
+    assert [c["id"] for c in course.zh_notebook(english)[0]["cells"]] == ["m1"]
+
+
+def test_code_is_compared_without_its_comments_but_with_its_export_mark():
+    assert course.code_tokens("x = 1  # one\n\n# a note\nprint(x)\n") == \
+        course.code_tokens("x = 1  # 一\nprint(x)  # 打印")
+    assert course.code_tokens("x = 1\n") != course.code_tokens("x = 2\n")
+    assert course.code_tokens("if x:\n    y = 1\n") != \
+        course.code_tokens("if x:\n    pass\ny = 1\n")
+    assert course.code_tokens("s = 'a # b'\n") != course.code_tokens("s = 'a # c'\n")
+    assert not course._same_code("# export: tools\nx = 1\n", "# export: tool\nx = 1\n")
