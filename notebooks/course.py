@@ -472,9 +472,10 @@ def _case_line(language, ok, what, what_zh, detail) -> str:
         return f"  {mark}  {what}" + (f": {detail}" if detail else "")
     if not what_zh and what in _COURSE_CASES:
         what_zh = say(_COURSE_CASES[what], "zh")
-    return (f"  {mark}  {what_zh or what}"
-            + (("：" if what_zh else ": ") + _message_in_chinese(detail, _DETAILS) if detail
-               else ""))
+    line = f"  {mark}  {what_zh or what}"
+    if detail:
+        line += ("：" if what_zh else ": ") + _message_in_chinese(detail, _DETAILS)
+    return line
 
 
 def _exception_line(exc: BaseException) -> str:
@@ -560,18 +561,18 @@ def _template(english: ast.JoinedStr, chinese) -> tuple[re.Pattern, list]:
         else:
             pattern += _QUOTED if value.conversion == ord("r") else "(.+?)"
             sources.append(ast.unparse(value.value))
-    values = [v for v in getattr(chinese, "values", []) if not isinstance(v, ast.Constant)]
-    mine = [ast.unparse(v.value) for v in values]
-    if not set(mine) <= set(sources) and len(mine) != len(sources):
+    mine = [ast.unparse(v.value) for v in getattr(chinese, "values", [])
+            if not isinstance(v, ast.Constant)]
+    by_code = all(code in sources for code in mine)
+    if not by_code and len(mine) != len(sources):
         raise ValueError("the Chinese shows values the English does not")
-    parts = []
+    parts, place = [], 0
     for value in getattr(chinese, "values", [chinese]):
         if isinstance(value, ast.Constant):
             parts.append(value.value)
-        else:
-            place = values.index(value)
-            code = ast.unparse(value.value)
-            parts.append(1 + (sources.index(code) if set(mine) <= set(sources) else place))
+        else:  # the number of the English group it shows
+            parts.append(1 + (sources.index(mine[place]) if by_code else place))
+            place += 1
     return re.compile(pattern), parts
 
 
@@ -583,9 +584,9 @@ def check_texts() -> tuple[dict[str, str], list, list[str]]:
     exact, templates, problems = {}, [], []
     for path in sorted(CHECKS.glob("[0-9][0-9]-*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            row = node.args if isinstance(node, ast.Call) else getattr(node, "elts", None)
             if not isinstance(node, (ast.Call, ast.Tuple, ast.List)):
                 continue
+            row = node.args if isinstance(node, ast.Call) else node.elts
             for english, chinese in zip(row, row[1:], strict=False):
                 en, zh = _literal(english), _literal(chinese)
                 if en is None or zh is None or _CJK.search(en) or not _CJK.search(zh):
