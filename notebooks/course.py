@@ -135,11 +135,11 @@ MESSAGES = {
         "no exercise {exercise!r}: the checks are in {folder}/",
         "没有练习 {exercise!r}：各练习的检查在 {folder}/ 里"),
     # a check's report (Report): its first line, then one line per case
-    "report": ("Exercise {exercise}, {title}: {verdict}", "练习 {exercise}，{title}：{verdict}"),
+    "report": ("Exercise {exercise}, {title}: {verdict}", "练习 {exercise} · {title}——{verdict}"),
     "all pass": ("all pass - well done", "全部通过，做得好"),
     "some pass": ("{good} of {total} pass", "{total} 项中通过 {good} 项"),
     "PASS": ("PASS", "通过"),
-    "FAIL": ("FAIL", "未通过"),
+    "FAIL": ("FAIL", "失败"),
     "not written": ("not written yet", "还没写"),
     "raised": ("your code raised {error}", "你的代码抛出了 {error}"),
     "stopped": ("the check stopped", "检查中途停下了"),
@@ -464,9 +464,10 @@ def _report_line(language, exercise_id, title, title_zh, verdict) -> str:
 
 
 def _case_line(language, ok, what, what_zh, detail) -> str:
-    """One line of a report. In Chinese, a text that has no Chinese stays English, and so does
-    the ": " after it; a detail is the check's own words, but the words course writes in one
-    (not written yet, your code raised ...) are Chinese."""
+    """One line of a report. In Chinese, a dash sets the detail off (a case's text may hold a
+    colon), and a text that has no Chinese stays English, with the ": " after it; a detail is
+    the check's own words, but the words course writes in one (not written yet, your code
+    raised ...) are Chinese."""
     mark = say("PASS" if ok else "FAIL", language)
     if language != "zh":
         return f"  {mark}  {what}" + (f": {detail}" if detail else "")
@@ -474,7 +475,7 @@ def _case_line(language, ok, what, what_zh, detail) -> str:
         what_zh = say(_COURSE_CASES[what], "zh")
     line = f"  {mark}  {what_zh or what}"
     if detail:
-        line += ("：" if what_zh else ": ") + _message_in_chinese(detail, _DETAILS)
+        line += ("——" if what_zh else ": ") + _message_in_chinese(detail, _DETAILS)
     return line
 
 

@@ -91,11 +91,11 @@ def test_a_report_in_chinese_keeps_the_checks_details_and_puts_courses_own_words
         "  FAIL  keeps 0: got 2",
     ]
     assert report.text("zh").splitlines() == [
-        "练习 99.3，一道很小的测试练习：4 项中通过 1 项",
+        "练习 99.3 · 一道很小的测试练习——4 项中通过 1 项",
         "  通过  把 2 翻倍",
-        "  未通过  把 3 翻倍：你的代码抛出了 ZeroDivisionError: division by zero",
-        "  未通过  an English text only: 还没写",
-        "  未通过  0 不变：got 2",
+        "  失败  把 3 翻倍——你的代码抛出了 ZeroDivisionError: division by zero",
+        "  失败  an English text only: 还没写",
+        "  失败  0 不变——got 2",
     ]
     assert report.missing_chinese() == ["an English text only"]
 
@@ -110,9 +110,9 @@ def test_a_check_that_cannot_start_says_so_in_chinese():
         stopped = course.check("99.4", lambda: (_ for _ in ()).throw(AssertionError("no")))
     finally:
         del course._exercises["99.4"]
-    assert report.text("zh").splitlines() == ["练习 99.4，一个会停下的检查：1 项中通过 0 项",
-                                              "  未通过  检查没法开始：还没写"]
-    assert stopped.text("zh").endswith("  未通过  检查中途停下了：no")
+    assert report.text("zh").splitlines() == ["练习 99.4 · 一个会停下的检查——1 项中通过 0 项",
+                                              "  失败  检查没法开始——还没写"]
+    assert stopped.text("zh").endswith("  失败  检查中途停下了——no")
     assert report.missing_chinese() == [] and stopped.missing_chinese() == []
 
 
@@ -124,8 +124,8 @@ def test_in_chinese_knows_the_reports_of_the_checks_and_courses_notes_and_nothin
                "  PASS  the default path '.' gives paths without './'\n")
     assert course.in_chinese(english) == (
         course.say("workspace", "zh", path="/tmp/afz-01-x") + "\n"
-        "练习 01.2，find_text(text, path)：哪些文件含有这段文本，在哪一行：2 项中通过 0 项\n"
-        "  未通过  不是 UTF-8 的文件跳过，不算错误：还没写\n"
+        "练习 01.2 · find_text(text, path)：哪些文件含有这段文本，在哪一行——2 项中通过 0 项\n"
+        "  失败  不是 UTF-8 的文件跳过，不算错误——还没写\n"
         "  通过  默认路径 '.' 给出的路径不带 './'\n")
     others = ("  PASS  a line like a case, but no report above it\n"
               "workspace: a word a lesson prints\nall pass - well done\n")
