@@ -19,6 +19,9 @@
    (tests/fork_kernels.py), so a fresh one costs milliseconds, not a second and a half.
    `--one-kernel` runs each notebook top to bottom in one kernel instead, as "Run All" does
    (.ci/run runs that pass too).
+6. The Chinese notebooks (notebooks/zh/) are not collected: each is its English notebook with
+   Chinese prose, and tests/test_zh_notebooks.py compares the two cell by cell, so they need no
+   run of their own. Name one on the command line to run it under nbval all the same.
 """
 
 import copy
@@ -32,6 +35,7 @@ import pytest
 
 _run_tmp = None
 _fork_server = None
+collect_ignore = ["notebooks/zh"]  # 6.
 
 
 def pytest_addoption(parser):

@@ -8,6 +8,7 @@ In a notebook:
   watch(agent)             the history table, growing in place as each message lands
   rewind(label, *things)   makes a cell that carries a story on safe to run again
   check("04.2", answer)    runs an exercise's checks on your code and says what passed
+                           (in Chinese in a notebook of notebooks/zh/: see "Two languages")
   import sandbox           a lesson's export cells, loaded as a module (any lesson with them);
                            an export cell run in this kernel is part of that module at once
 
@@ -16,6 +17,8 @@ From a shell:
   python notebooks/course.py export --all -o DIR          every lesson's, one module each
   python notebooks/course.py build DIR [--with-eval]      a standalone agent project (the kit)
   python notebooks/course.py execute NN-slug | --all      re-run notebooks, save their outputs
+  python notebooks/course.py zh-sync NN-slug | --all      bring notebooks/zh/NN-slug.ipynb in
+                                                          step with the English notebook
 """
 
 from __future__ import annotations
@@ -25,15 +28,21 @@ import ast
 import atexit
 import contextlib
 import copy
+import functools
+import hashlib
 import html
 import importlib.abc
 import importlib.util
+import io
 import json
 import linecache
 import os
+import re
 import shutil
+import string
 import sys
 import tempfile
+import tokenize
 import traceback
 from pathlib import Path
 
@@ -68,6 +77,83 @@ import course  # also puts the repository on sys.path, so `import agent` works
 '''
 
 
+# --- Two languages: a notebook in notebooks/zh/ speaks Chinese --------------------------------
+# notebooks/zh/NN-slug.ipynb is the English notebook with its prose in Chinese. Jupyter starts a
+# notebook's kernel in the notebook's folder, and the first cell imports course there: so the
+# folder the kernel started in says which language course speaks, and no student has a setting
+# to find. It is read once, at that import; fresh_workspace moves the working directory later,
+# and the language stays. use_language("zh") sets it by hand (tests; a copy opened elsewhere).
+
+ZH_NOTEBOOKS = NOTEBOOKS / "zh"
+
+
+def language_of(folder) -> str:
+    """ "zh" for notebooks/zh/ (and any folder inside it), "en" for every other folder."""
+    folder = Path(folder).resolve()
+    return "zh" if folder == ZH_NOTEBOOKS or ZH_NOTEBOOKS in folder.parents else "en"
+
+
+LANGUAGE = language_of(Path.cwd())
+
+
+def use_language(language: str) -> str:
+    """Make course speak language ("en" or "zh") from now on; returns the one it spoke."""
+    global LANGUAGE
+    if language not in ("en", "zh"):
+        raise ValueError(f"course speaks 'en' or 'zh', not {language!r}")
+    before, LANGUAGE = LANGUAGE, language
+    return before
+
+
+# Every sentence course itself shows a student, in both languages; {name} is filled in. A
+# Chinese notebook's outputs are its English notebook's with these sentences (and the checks'
+# texts) in Chinese - in_chinese() below makes one from the other - so the Chinese notebooks
+# need no run of their own. Errors the agent sends to the model are not here: they stay English,
+# part of the protocol the lessons show.
+MESSAGES = {
+    "workspace": (
+        "workspace: {path}\n(a new temporary folder, now the current directory; it is deleted "
+        "when the kernel shuts down - a killed kernel leaves it behind - so copy out anything "
+        "you want to keep)",
+        "工作区：{path}\n（新建的临时文件夹，现在是当前目录。内核关闭时删除，内核被强行终止时会"
+        "留下；想保留的文件，请先复制出去）"),
+    "not in its module": (
+        "note: this cell ran, but not as part of the module {name}: {error} (an exported "
+        "{name}.py would fail the same way)",
+        "注意：这个单元格运行了，但没有成为模块 {name} 的一部分：{error}（导出的 {name}.py "
+        "也会这样失败）"),
+    "saved cells fail": (
+        "note: the saved export cells of {name} do not run ({error}); {name} is made of the "
+        "export cells run in this kernel only",
+        "注意：{name} 保存在笔记本里的导出单元格运行不了（{error}）；{name} 只由这个内核里运行过的"
+        "导出单元格组成"),
+    "cannot rewind": (
+        "rewind cannot remember a {kind}; give it an Agent, a ScriptedClient, a list, a dict or "
+        "a folder",
+        "rewind 记不住 {kind}：请交给它 Agent、ScriptedClient、列表、字典或文件夹"),
+    "no exercise": (
+        "no exercise {exercise!r}: the checks are in {folder}/",
+        "没有练习 {exercise!r}：各练习的检查在 {folder}/ 里"),
+    # a check's report (Report): its first line, then one line per case
+    "report": ("Exercise {exercise}, {title}: {verdict}", "练习 {exercise} · {title}——{verdict}"),
+    "all pass": ("all pass - well done", "全部通过，做得好"),
+    "some pass": ("{good} of {total} pass", "{total} 项中通过 {good} 项"),
+    "PASS": ("PASS", "通过"),
+    "FAIL": ("FAIL", "失败"),
+    "not written": ("not written yet", "还没写"),
+    "raised": ("your code raised {error}", "你的代码抛出了 {error}"),
+    "stopped": ("the check stopped", "检查中途停下了"),
+    "could not start": ("the check could not start", "检查没法开始"),
+    "could not finish": ("the check could not finish", "检查没能做完"),
+}
+
+
+def say(key: str, language: str | None = None, **values) -> str:
+    """MESSAGES[key] in the language course speaks (or the one given), values filled in."""
+    english, chinese = MESSAGES[key]
+    return (chinese if (language or LANGUAGE) == "zh" else english).format(**values)
+
+
 # --- Folders --------------------------------------------------------------------------------
 
 
@@ -78,9 +164,7 @@ def fresh_workspace(name: str = "workspace") -> Path:
     path = Path(tempfile.mkdtemp(prefix=f"afz-{name}-")).resolve()
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     os.chdir(path)
-    print(f"workspace: {path}\n(a new temporary folder, now the current directory; it is "
-          "deleted when the kernel shuts down - a killed kernel leaves it behind - so copy out "
-          "anything you want to keep)")
+    print(say("workspace", path=path))
     return path
 
 
@@ -241,8 +325,7 @@ def _remember(thing):
         return copy.deepcopy(thing)
     if isinstance(thing, Path) and thing.is_dir():
         return _folder_state(thing)
-    raise TypeError(f"rewind cannot remember a {type(thing).__name__}; give it an Agent, a "
-                    "ScriptedClient, a list, a dict or a folder")
+    raise TypeError(say("cannot rewind", kind=type(thing).__name__))
 
 
 def _restore(thing, state) -> None:
@@ -293,39 +376,50 @@ def _restore_folder(folder: Path, state: dict) -> None:
 
 CHECKS = NOTEBOOKS / "checks"
 _exercises: dict[str, tuple[str, object]] = {}  # "04.2" -> (title, check function)
+_chinese_titles: dict[str, str] = {}  # "04.2" -> its title in Chinese
 
 
-def exercise(exercise_id: str, title: str):
-    """Declare the check of one exercise (in notebooks/checks/NN-slug.py)."""
+def exercise(exercise_id: str, title: str, zh: str = ""):
+    """Declare the check of one exercise (in notebooks/checks/NN-slug.py): its id, its title,
+    and the title in Chinese, written beside it (a Chinese notebook shows that one)."""
     def register(check):
         _exercises[exercise_id] = (title, check)
+        _chinese_titles[exercise_id] = zh
         return check
     return register
 
 
 class Report:
-    """What one run of an exercise's checks found: one line per check."""
+    """What one run of an exercise's checks found: one line per check. A check gives each
+    case's text in English and, beside it, in Chinese: t.case("english", "中文")."""
 
-    def __init__(self, exercise_id: str, title: str):
+    def __init__(self, exercise_id: str, title: str, title_zh: str = ""):
         self.exercise_id, self.title, self.results = exercise_id, title, []
+        self.title_zh = title_zh
+        self.chinese: dict[str, str] = {}  # a case's English text -> its Chinese one
 
-    def expect(self, condition, what: str, detail: str = "") -> bool:
-        self.results.append((bool(condition), what, "" if condition else detail))
+    def expect(self, condition, what: str, zh: str = "", detail: str = "") -> bool:
+        self._add(bool(condition), what, zh, "" if condition else detail)
         return bool(condition)
 
     @contextlib.contextmanager
-    def case(self, what: str):
+    def case(self, what: str, zh: str = ""):
         """One check: it passes unless the block raises."""
         try:
             yield
         except NotImplementedError:
-            self.results.append((False, what, "not written yet"))
+            self._add(False, what, zh, say("not written", "en"))
         except AssertionError as exc:  # its message is the detail (one line of it)
-            self.results.append((False, what, str(exc).split("\n")[0]))
+            self._add(False, what, zh, str(exc).split("\n")[0])
         except Exception as exc:
-            self.results.append((False, what, f"your code raised {_exception_line(exc)}"))
+            self._add(False, what, zh, say("raised", "en", error=_exception_line(exc)))
         else:
-            self.results.append((True, what, ""))
+            self._add(True, what, zh, "")
+
+    def _add(self, ok: bool, what: str, zh: str, detail: str) -> None:
+        self.results.append((ok, what, detail))
+        if zh:
+            self.chinese[what] = zh
 
     @property
     def passed(self) -> bool:
@@ -334,15 +428,55 @@ class Report:
     def __bool__(self) -> bool:
         return self.passed
 
-    def __repr__(self) -> str:
+    def missing_chinese(self) -> list[str]:
+        """The texts of this report that have no Chinese beside them (its title first)."""
+        missing = [] if self.title_zh else [self.title]
+        return missing + [what for _, what, _ in self.results
+                          if what not in self.chinese and what not in _COURSE_CASES]
+
+    def text(self, language: str | None = None) -> str:
+        """The report in English or Chinese (default: the language course speaks)."""
+        language = language or LANGUAGE
         good = sum(ok for ok, _, _ in self.results)
-        verdict = ("all pass - well done" if self.passed else
-                   f"{good} of {len(self.results)} pass")
-        lines = [f"Exercise {self.exercise_id}, {self.title}: {verdict}"]
+        lines = [_report_line(language, self.exercise_id, self.title, self.title_zh,
+                              "all" if self.passed else (good, len(self.results)))]
         for ok, what, detail in self.results:
-            mark = "PASS" if ok else "FAIL"
-            lines.append(f"  {mark}  {what}" + (f": {detail}" if detail else ""))
+            lines.append(_case_line(language, ok, what, self.chinese.get(what, ""), detail))
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+# The cases course itself adds to a report, when a check cannot run to its end.
+_COURSE_CASES = {MESSAGES[key][0]: key for key in ("stopped", "could not start",
+                                                   "could not finish")}
+
+
+def _report_line(language, exercise_id, title, title_zh, verdict) -> str:
+    """A report's first line; verdict is "all" or (passed, cases)."""
+    if verdict == "all":
+        shown = say("all pass", language)
+    else:
+        shown = say("some pass", language, good=verdict[0], total=verdict[1])
+    return say("report", language, exercise=exercise_id,
+               title=(title_zh or title) if language == "zh" else title, verdict=shown)
+
+
+def _case_line(language, ok, what, what_zh, detail) -> str:
+    """One line of a report. In Chinese, a dash sets the detail off (a case's text may hold a
+    colon), and a text that has no Chinese stays English, with the ": " after it; a detail is
+    the check's own words, but the words course writes in one (not written yet, your code
+    raised ...) are Chinese."""
+    mark = say("PASS" if ok else "FAIL", language)
+    if language != "zh":
+        return f"  {mark}  {what}" + (f": {detail}" if detail else "")
+    if not what_zh and what in _COURSE_CASES:
+        what_zh = say(_COURSE_CASES[what], "zh")
+    line = f"  {mark}  {what_zh or what}"
+    if detail:
+        line += ("——" if what_zh else ": ") + _message_in_chinese(detail, _DETAILS)
+    return line
 
 
 def _exception_line(exc: BaseException) -> str:
@@ -353,17 +487,18 @@ def check(exercise_id: str, *answers) -> Report:
     """Run exercise exercise_id's checks on your answer(s), in a scratch folder, and say in
     plain words what passed and what did not."""
     title, run = _find_exercise(exercise_id)
-    report = Report(exercise_id, title)
+    report = Report(exercise_id, title, _chinese_titles.get(exercise_id, ""))
     with scratch(f"check-{exercise_id}"):
         try:
             run(report, *answers)
         except AssertionError as exc:  # the check's own assert, outside a case
-            report.results.append((False, "the check stopped", str(exc)))
+            report.results.append((False, say("stopped", "en"), str(exc)))
         except NotImplementedError:
-            report.results.append((False, "the check could not start", "not written yet"))
+            report.results.append((False, say("could not start", "en"),
+                                   say("not written", "en")))
         except Exception as exc:
-            report.results.append((False, "the check could not finish",
-                                   f"your code raised {_exception_line(exc)}"))
+            report.results.append((False, say("could not finish", "en"),
+                                   say("raised", "en", error=_exception_line(exc))))
     return report
 
 
@@ -373,7 +508,7 @@ def _find_exercise(exercise_id: str):
         for path in sorted(CHECKS.glob(f"{lesson}-*.py")):
             _load_file(path, f"checks_{path.stem.replace('-', '_')}")
     if exercise_id not in _exercises:
-        raise LookupError(f"no exercise {exercise_id!r}: the checks are in {CHECKS.name}/")
+        raise LookupError(say("no exercise", exercise=exercise_id, folder=CHECKS.name))
     return _exercises[exercise_id]
 
 
@@ -392,6 +527,316 @@ def _load_file(path: Path, module_name: str):
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
+
+
+# --- Chinese: the checks' texts, and a Chinese notebook's outputs -------------------------------
+# A check writes each text a student reads as two string literals side by side, English then
+# Chinese: course.exercise("01.2", "find_text(...)", "find_text(……)"), t.case("english",
+# "中文"), t.expect(condition, "english", "中文", detail=...), or a tuple ("english", "中文", ...)
+# in a list of cases. A report shows the Chinese one in a Chinese notebook. The cases exist only
+# while a check runs, so in_chinese() reads the pairs from the checks' source instead: any two
+# such literals side by side (an f-string pair is a template), which needs no run and no
+# kernel. tests/test_zh_checks.py runs every check and compares both ways of getting Chinese.
+
+_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
+_QUOTED = r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""  # what {value!r} shows of a string
+
+
+def _literal(node) -> str | None:
+    """The text of a string literal (an f-string's text without its {values}), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+    return None
+
+
+def _template(english: ast.JoinedStr, chinese) -> tuple[re.Pattern, list]:
+    """An f-string pair as (a pattern of the English, the Chinese as text and group numbers).
+    A value the Chinese shows is the English one with the same code, or else the one in the
+    same place."""
+    pattern, sources = "", []
+    for value in english.values:
+        if isinstance(value, ast.Constant):
+            pattern += re.escape(value.value)
+        else:
+            pattern += _QUOTED if value.conversion == ord("r") else "(.+?)"
+            sources.append(ast.unparse(value.value))
+    mine = [ast.unparse(v.value) for v in getattr(chinese, "values", [])
+            if not isinstance(v, ast.Constant)]
+    by_code = all(code in sources for code in mine)
+    if not by_code and len(mine) != len(sources):
+        raise ValueError("the Chinese shows values the English does not")
+    parts, place = [], 0
+    for value in getattr(chinese, "values", [chinese]):
+        if isinstance(value, ast.Constant):
+            parts.append(value.value)
+        else:  # the number of the English group it shows
+            parts.append(1 + (sources.index(mine[place]) if by_code else place))
+            place += 1
+    return re.compile(pattern), parts
+
+
+@functools.cache
+def check_texts() -> tuple[dict[str, str], list, list[str]]:
+    """Every text the checks give in both languages, read from their source: (English ->
+    Chinese, the f-string templates, the problems found: one English text given two Chinese
+    ones, or a template that cannot be followed)."""
+    exact, templates, problems = {}, [], []
+    for path in sorted(CHECKS.glob("[0-9][0-9]-*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, (ast.Call, ast.Tuple, ast.List)):
+                continue
+            row = node.args if isinstance(node, ast.Call) else node.elts
+            for english, chinese in zip(row, row[1:], strict=False):
+                en, zh = _literal(english), _literal(chinese)
+                if en is None or zh is None or _CJK.search(en) or not _CJK.search(zh):
+                    continue
+                where = f"{path.name}:{english.lineno}"
+                if isinstance(english, ast.JoinedStr):
+                    try:
+                        templates.append(_template(english, chinese))
+                    except ValueError as exc:
+                        problems.append(f"{where}: {exc}")
+                elif isinstance(chinese, ast.JoinedStr):
+                    problems.append(f"{where}: the Chinese is an f-string, the English is not")
+                elif exact.setdefault(en, zh) != zh:
+                    problems.append(f"{where}: {en!r} has two Chinese texts: {exact[en]!r} "
+                                    f"and {zh!r}")
+    return exact, templates, problems
+
+
+def _check_text_in_chinese(text: str) -> str:
+    """A check's text in Chinese, "" if it has none."""
+    exact, patterns, _ = check_texts()
+    if text in exact:
+        return exact[text]
+    for pattern, parts in patterns:
+        found = pattern.fullmatch(text)
+        if found:  # a value that is itself a text the checks translate is shown translated
+            return "".join(p if isinstance(p, str) else exact.get(found[p], found[p])
+                           for p in parts)
+    return ""
+
+
+def _pattern(template: str, **patterns) -> re.Pattern:
+    """A pattern that matches template.format(...), each {name} a group (patterns: its own)."""
+    pattern, seen = "", set()
+    for literal, name, _, _ in string.Formatter().parse(template):
+        pattern += re.escape(literal)
+        if name is not None:
+            group = patterns.get(name, ".+?")
+            pattern += f"(?P={name})" if name in seen else f"(?P<{name}>{group})"
+            seen.add(name)
+    return re.compile(pattern)
+
+
+def _fill(template: str, values: dict) -> str:
+    """template with each {name} replaced by values[name] as it is (matched text: no !r)."""
+    return "".join(literal + ("" if name is None else values[name])
+                   for literal, name, _, _ in string.Formatter().parse(template))
+
+
+_NOTES = ("workspace", "not in its module", "saved cells fail")  # printed alone, by course
+_DETAILS = ("not written", "raised")  # the words course writes into a case's detail
+
+
+def _message_in_chinese(text: str, keys) -> str:
+    """text in Chinese if it is one of MESSAGES[keys], else text as it is."""
+    for key in keys:
+        found = _pattern(MESSAGES[key][0]).fullmatch(text)
+        if found:
+            return _fill(MESSAGES[key][1], found.groupdict())
+    return text
+
+
+_VERDICT = _pattern(MESSAGES["some pass"][0], good=r"\d+", total=r"\d+")
+_REPORT_LINE = _pattern(MESSAGES["report"][0], exercise=r"\d+\.\d+", title=".+",
+                        verdict=f"{re.escape(MESSAGES['all pass'][0])}|{_VERDICT.pattern}")
+_CASE_LINE = re.compile(f"  ({MESSAGES['PASS'][0]}|{MESSAGES['FAIL'][0]})  (.*)")
+
+
+def in_chinese(text: str) -> str:
+    """An output's text as a Chinese notebook shows it: the lines course printed (its notes,
+    a check's report) in Chinese, every other line as it is. What zh-sync gives a Chinese
+    notebook for each output of the English one; a Chinese kernel prints the same."""
+    lines, shown, at, in_report = text.split("\n"), [], 0, False
+    while at < len(lines):
+        for key in _NOTES:
+            size = MESSAGES[key][0].count("\n") + 1
+            found = _pattern(MESSAGES[key][0]).fullmatch("\n".join(lines[at:at + size]))
+            if found:
+                shown.append(_fill(MESSAGES[key][1], found.groupdict()))
+                at += size
+                break
+        else:
+            line = lines[at]
+            report = _REPORT_LINE.fullmatch(line)
+            case = _CASE_LINE.fullmatch(line) if in_report else None
+            if report:
+                verdict = _VERDICT.fullmatch(report["verdict"])
+                shown.append(_report_line("zh", report["exercise"], report["title"],
+                                          _check_text_in_chinese(report["title"]),
+                                          (int(verdict["good"]), int(verdict["total"]))
+                                          if verdict else "all"))
+                in_report = True
+            elif case:
+                shown.append(_case_in_chinese(case[1] == MESSAGES["PASS"][0], case[2]))
+            else:
+                shown.append(line)
+            at += 1
+    return "\n".join(shown)
+
+
+def _case_in_chinese(ok: bool, rest: str) -> str:
+    """A case's line, "what: detail" in English, in Chinese. Which ": " ends the case's text
+    (it may hold some): the last one that leaves a text the checks translate, else the first
+    one before a detail course wrote; else the line has no detail."""
+    cuts = [at for at in range(len(rest)) if rest.startswith(": ", at)]
+    for at in [len(rest), *reversed(cuts)]:
+        what = rest[:at]
+        zh = _check_text_in_chinese(what)
+        if zh or what in _COURSE_CASES:
+            return _case_line("zh", ok, what, zh, rest[at + 2:])
+    for at in cuts:
+        if _message_in_chinese(rest[at + 2:], _DETAILS) != rest[at + 2:]:
+            return _case_line("zh", ok, rest[:at], "", rest[at + 2:])
+    return _case_line("zh", ok, rest, "", "")
+
+
+# --- Chinese notebooks: kept in step with the English ones --------------------------------------
+# notebooks/zh/NN-slug.ipynb has the English notebook's cells, in the same order, with the same
+# ids: the markdown in Chinese, the code the same once comments are set aside, the outputs the
+# English ones through in_chinese. Each cell's metadata "zh" holds a short hash of the English
+# source it follows, so an English change is seen. `python notebooks/course.py zh-sync NN`
+# rebuilds it from both; tests/test_zh_notebooks.py keeps the pairs in step.
+
+SYNC_MARK = "zh-sync:"  # a cell that holds it still needs a translator (the tests fail on it)
+_NEW_TEXT = "<!-- zh-sync: 新的英文单元格，请译成中文，然后删去这一行 -->\n\n"
+_CHANGED_TEXT = ("<!-- zh-sync: 英文原文改了，请对照更新下面的译文，然后删去这条注释。"
+                 "现在的英文原文：\n\n{english}\n-->\n\n")
+_NEW_COMMENTS = "# zh-sync: 请把教学用的注释译成中文，然后删去这一行\n"
+_CHANGED_COMMENTS = "# zh-sync: 英文注释改了，请对照英文笔记本更新，然后删去这一行\n"
+
+
+def source_hash(source: str) -> str:
+    """A short hash of an English cell's source: what its Chinese twin's metadata keeps."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
+
+
+def code_tokens(source: str) -> list[tuple[int, str]]:
+    """A code cell's code as Python reads it: its tokens without comments and blank lines, so
+    two cells that differ only in their comments give the same list."""
+    skipped = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return [(t.type, "" if t.type in (tokenize.NEWLINE, tokenize.DEDENT) else t.string)
+            for t in tokens if t.type not in skipped]
+
+
+def _has_comments(source: str) -> bool:
+    return any(t.type == tokenize.COMMENT for t in
+               tokenize.generate_tokens(io.StringIO(source).readline))
+
+
+def _with_first_line(source: str, line: str) -> str:
+    """source with line put first - after an export cell's mark, which must stay first."""
+    if export_mark(source):
+        mark, _, rest = source.partition("\n")
+        return f"{mark}\n{line}{rest}"
+    return line + source
+
+
+def _text_in_chinese(text, like):
+    """in_chinese of an output's text, kept a list of lines if it was one."""
+    joined = in_chinese("".join(text) if isinstance(text, list) else text)
+    return joined.splitlines(keepends=True) if isinstance(like, list) else joined
+
+
+def outputs_in_chinese(outputs: list) -> list:
+    """A code cell's outputs as its Chinese twin shows them: every text through in_chinese."""
+    shown = copy.deepcopy(outputs)
+    for output in shown:
+        if output.get("output_type") == "stream":
+            output["text"] = _text_in_chinese(output["text"], output["text"])
+        elif "text/plain" in output.get("data", {}):
+            plain = output["data"]["text/plain"]
+            output["data"]["text/plain"] = _text_in_chinese(plain, plain)
+    return shown
+
+
+def zh_notebook(english_path: Path) -> tuple[dict, list[str]]:
+    """The Chinese twin of an English notebook, made from it and the twin as it is now: (the
+    notebook, the cells that need a translator, as "id: what to do"). A markdown cell keeps its
+    Chinese if the English it translates is unchanged; a code cell is the English code, with
+    the twin's comments if its code is the same; outputs and counts are the English ones, with
+    course's lines through in_chinese. A cell that needs a translator gets a zh-sync line."""
+    english = json.loads(english_path.read_text(encoding="utf-8"))
+    zh_path = ZH_NOTEBOOKS / english_path.name
+    old = json.loads(zh_path.read_text(encoding="utf-8")) if zh_path.exists() else {"cells": []}
+    before = {cell.get("id"): cell for cell in old["cells"]}
+    cells, todo = [], []
+    for cell in english["cells"]:
+        source, kind = "".join(cell["source"]), cell["cell_type"]
+        reason = "still marked zh-sync: finish it, then delete the zh-sync line"
+        twin = copy.deepcopy(cell)
+        twin["metadata"] = {**cell.get("metadata", {}), "zh": {"source": source_hash(source)}}
+        was = before.get(cell.get("id"))
+        mine = "".join(was["source"]) if was and was["cell_type"] == kind else None
+        follows = mine is not None and \
+            was.get("metadata", {}).get("zh", {}).get("source") == source_hash(source)
+        if kind == "markdown":
+            translation = _translation(mine)
+            if follows and translation is not None:
+                twin["source"] = mine  # translated, and the English is unchanged
+            elif translation is not None:
+                twin["source"] = _CHANGED_TEXT.format(english=source) + translation
+                reason = "the English changed: update the translation"
+            else:
+                twin["source"] = _NEW_TEXT + source
+                reason = "new: translate it"
+
+        elif kind == "code":
+            twin["outputs"] = outputs_in_chinese(cell.get("outputs", []))
+            if mine is not None and _same_code(mine, source):
+                twin["source"] = mine  # its Chinese comments stay
+                if not follows and SYNC_MARK not in mine:  # the English comments changed
+                    twin["source"] = _with_first_line(mine, _CHANGED_COMMENTS)
+                    reason = "the English comments changed: update them"
+            elif _has_comments(source):
+                twin["source"] = _with_first_line(source, _NEW_COMMENTS)
+                reason = "new code: translate the comments that teach"
+        if SYNC_MARK in "".join(twin["source"]):
+            todo.append(f"{cell.get('id')} ({kind}): {reason}")
+        cells.append(twin)
+    return {**english, "cells": cells}, todo
+
+
+def _translation(text: str | None) -> str | None:
+    """The Chinese of a twin's markdown cell: itself, or what a zh-sync note was put above;
+    None if it has none (no twin, or the English copied in to be translated)."""
+    if text is None or text.startswith(_NEW_TEXT):
+        return None
+    if text.startswith(_CHANGED_TEXT.split("{")[0]):
+        return text.split("\n-->\n\n", 1)[1] if "\n-->\n\n" in text else None
+    return text
+
+
+def _same_code(one: str, other: str) -> bool:
+    """The same code, comments aside, and the same export mark (a comment that matters)."""
+    try:
+        return code_tokens(one) == code_tokens(other) and export_mark(one) == export_mark(other)
+    except (tokenize.TokenError, SyntaxError):
+        return one == other
+
+
+def zh_sync(english_path: Path) -> list[str]:
+    """Write notebooks/zh/<the same name> from the English notebook and the Chinese one as it
+    is; returns the cells that need a translator."""
+    import nbformat
+    notebook, todo = zh_notebook(english_path)
+    write_file(ZH_NOTEBOOKS / english_path.name,
+               nbformat.writes(nbformat.from_dict(notebook)) + "\n")
+    return todo
 
 
 # --- Export cells: load them as a module, or write them to a file -------------------------------
@@ -487,8 +932,7 @@ def _join_module(result) -> None:
     try:
         _run(without_mark(source), _kernel_cell_name(name), module)
     except Exception as exc:  # it ran in the notebook but not as its module: say so, once
-        print(f"note: this cell ran, but not as part of the module {name}: "
-              f"{_exception_line(exc)} (an exported {name}.py would fail the same way)")
+        print(say("not in its module", name=name, error=_exception_line(exc)))
         return
     if source in runs:
         runs.remove(source)
@@ -508,8 +952,7 @@ def _module_to_join(name: str):
         try:
             return importlib.import_module(name)
         except Exception as exc:
-            print(f"note: the saved export cells of {name} do not run ({_exception_line(exc)});"
-                  f" {name} is made of the export cells run in this kernel only")
+            print(say("saved cells fail", name=name, error=_exception_line(exc)))
             sys.modules.pop(name, None)
     module = types.ModuleType(name)
     module.__file__ = f"<export cells run in this kernel: {name}>"
@@ -750,12 +1193,19 @@ def main(argv=None) -> int:
     run = commands.add_parser("execute", help="re-run notebooks and save their outputs")
     run.add_argument("lessons", nargs="*", help="e.g. 03-the-loop (or 03)")
     run.add_argument("--all", action="store_true", help="every notebook")
+    sync = commands.add_parser("zh-sync", help="make notebooks/zh/NN-slug.ipynb from the English "
+                               "notebook and the Chinese one, and say which cells need a "
+                               "translator")
+    sync.add_argument("lessons", nargs="*", help="e.g. 01-tools (or 01)")
+    sync.add_argument("--all", action="store_true", help="every notebook that has a Chinese twin")
     args = parser.parse_args(argv)
     try:
         if args.command == "export":
             return _export_command(parser, args)
         if args.command == "build":
             return _build_command(args)
+        if args.command == "zh-sync":
+            return _zh_sync_command(parser, args)
         return _execute_command(parser, args)
     except (LookupError, ValueError, SyntaxError) as exc:
         print(f"course.py: {exc}", file=sys.stderr)
@@ -810,6 +1260,21 @@ def _execute_command(parser, args) -> int:
     for path in paths:
         print(f"executing {path.name} ...", flush=True)
         execute(path)
+    return 0
+
+
+def _zh_sync_command(parser, args) -> int:
+    if args.all == bool(args.lessons):
+        parser.error("give one or more notebooks, or --all")
+    paths = ([NOTEBOOKS / p.name for p in sorted(ZH_NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))]
+             if args.all else [notebook_path(name) for name in args.lessons])
+    for path in paths:
+        todo = zh_sync(path)
+        shown = (ZH_NOTEBOOKS / path.name).relative_to(ROOT)
+        print(f"{shown}: in step with {path.name}" if not todo else
+              f"{shown}: {len(todo)} cells need a translator (each has a zh-sync line):")
+        for line in todo:
+            print(f"  {line}")
     return 0
 
 

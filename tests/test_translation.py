@@ -9,7 +9,8 @@ lessons/GLOSSARY.md -> lessons/zh/, README.md -> README.zh.md. A twin has
 - the same links in each section, to the same files and anchors (a lesson's twin links to
   twins);
 and every relative link in either language points to a file and an anchor that exist.
-Notebooks stay in English; each one's first cell links to its lesson in both languages."""
+Each notebook's first cell links to its lesson in both languages; the Chinese notebooks
+(notebooks/zh/) are kept in step with the English ones by tests/test_zh_notebooks.py."""
 
 import json
 import re

@@ -66,22 +66,33 @@ def small_project() -> None:
 
 
 EDIT_CASES = [
-    ("create a new file: says created", ("new.txt", "", "new\n")),
-    ("create a file in a folder that does not exist yet", ("sub/dir/new.txt", "", "new\n")),
+    ("create a new file: says created", "创建新文件：返回 created", ("new.txt", "", "new\n")),
+    ("create a file in a folder that does not exist yet",
+     "在还不存在的文件夹里创建文件", ("sub/dir/new.txt", "", "new\n")),
     ("old_str empty on an existing file: overwrites, says overwritten",
+     "已有的文件、old_str 为空：覆盖，返回 overwritten",
      ("notes.txt", "", "replaced\n")),
-    ("refuse to create over a directory (IsADirectoryError)", ("src", "", "x")),
-    ("replace text that occurs once: says edited", ("src/greet.py", "Hello", "Hi")),
+    ("refuse to create over a directory (IsADirectoryError)",
+     "拒绝在文件夹的位置上创建文件（IsADirectoryError）", ("src", "", "x")),
+    ("replace text that occurs once: says edited",
+     "替换只出现一次的文本：返回 edited", ("src/greet.py", "Hello", "Hi")),
     ("refuse old_str that is not there (ValueError, found 0), write nothing",
+     "拒绝不存在的 old_str（ValueError，found 0），什么也不写",
      ("notes.txt", "Goodbye", "Bye")),
     ("refuse old_str that occurs twice (found 2), write nothing",
+     "拒绝出现两次的 old_str（found 2），什么也不写",
      ("settings.py", '"debug": True', '"debug": False')),
     ("refuse overlapping matches: 1.1 starts twice in 1.1.1 (found 2)",
+     "拒绝重叠的匹配：1.1 在 1.1.1 里有两个起始位置（found 2）",
      ("version.txt", "1.1", "1.2")),
-    ("refuse to edit a missing file (FileNotFoundError)", ("missing.py", "x", "y")),
-    ("refuse to edit a directory (IsADirectoryError)", ("src", "x", "y")),
-    ("refuse a file that is not UTF-8 (ValueError)", ("logo.png", "PNG", "JPG")),
-    ("keep \\r\\n line endings when editing", ("windows.txt", "two", "2")),
+    ("refuse to edit a missing file (FileNotFoundError)",
+     "拒绝编辑不存在的文件（FileNotFoundError）", ("missing.py", "x", "y")),
+    ("refuse to edit a directory (IsADirectoryError)",
+     "拒绝编辑文件夹（IsADirectoryError）", ("src", "x", "y")),
+    ("refuse a file that is not UTF-8 (ValueError)",
+     "拒绝不是 UTF-8 的文件（ValueError）", ("logo.png", "PNG", "JPG")),
+    ("keep \\r\\n line endings when editing",
+     "编辑时保留 \\r\\n 换行符", ("windows.txt", "two", "2")),
 ]
 
 
@@ -107,10 +118,11 @@ def same_as_edit_file(yours, args, case: int) -> None:
     assert not changed, f"afterwards these differ from agent.edit_file's: {', '.join(changed)}"
 
 
-@course.exercise("01.1", "the article's edit_file, fixed until it behaves like agent.edit_file")
+@course.exercise("01.1", "the article's edit_file, fixed until it behaves like agent.edit_file",
+                         "修好文章里的 edit_file，改到行为和 agent.edit_file 一样")
 def _(t, fixed_edit_file):
-    for number, (what, args) in enumerate(EDIT_CASES, 1):
-        with t.case(what):
+    for number, (what, zh, args) in enumerate(EDIT_CASES, 1):
+        with t.case(what, zh):
             same_as_edit_file(fixed_edit_file, args, number)
 
 
@@ -144,37 +156,47 @@ def matches_of(result, call: str) -> list:
     return result["matches"]
 
 
-@course.exercise("01.2", "find_text(text, path): which files contain the text, and where")
+@course.exercise("01.2", "find_text(text, path): which files contain the text, and where",
+                         "find_text(text, path)：哪些文件含有这段文本，在哪一行")
 def _(t, find_text):
     searchable_project()
-    with t.case("returns {'path': path, 'matches': [...]}, like list_files returns 'files'"):
+    with t.case("returns {'path': path, 'matches': [...]}, like list_files returns 'files'",
+                "返回 {'path': path, 'matches': [...]}，就像 list_files 返回 'files'"):
         result = find_text("hello", "project")
         matches_of(result, "find_text('hello', 'project')")
         assert result.get("path") == "project", f"'path' is {result.get('path')!r}, not 'project'"
-    with t.case("finds the text in every subfolder, and only in text files"):
+    with t.case("finds the text in every subfolder, and only in text files",
+                "在每个子文件夹里找，而且只找文本文件"):
         found = matches_of(find_text("hello", "project"), "find_text('hello', 'project')")
         paths = sorted(str(m.get("path")) for m in found if isinstance(m, dict))
         wanted = sorted(m["path"] for m in FOUND)
         assert paths == wanted, f"found {paths}, expected {wanted}"
     with t.case("each match is {path, line}: the path as read_file takes it, the first line "
-                "(counting from 1), sorted by path"):
+                "(counting from 1), sorted by path",
+                "每个匹配是 {path, line}：read_file 能接受的路径，第一个含有该文本的行（从 1 数起"
+                "），按路径排序"):
         found = matches_of(find_text("hello", "project"), "find_text('hello', 'project')")
         assert found == FOUND, f"got {short(found)}"
-    with t.case("a file that is not UTF-8 is skipped, not an error"):
+    with t.case("a file that is not UTF-8 is skipped, not an error",
+                "不是 UTF-8 的文件跳过，不算错误"):
         found = matches_of(find_text("PNG", "project"), "find_text('PNG', 'project')")
         assert found == [], f"find_text('PNG', 'project') should find nothing, got {found}"
-    with t.case("the default path '.' gives paths without './'"):
+    with t.case("the default path '.' gives paths without './'",
+                "默认路径 '.' 给出的路径不带 './'"):
         found = inside(Path("project"), lambda: find_text("hello"))["matches"]
         wanted = [{**m, "path": m["path"].removeprefix("project/")} for m in FOUND]
         assert found == wanted, f"got {short(found)}"
-    with t.case("the result turns into JSON (what the model receives)"):
+    with t.case("the result turns into JSON (what the model receives)",
+                "结果能转成 JSON（也就是模型收到的内容）"):
         result = find_text("hello", "project")
         assert json.loads(json.dumps(result)) == result, "json.dumps cannot write it unchanged"
-    with t.case("a missing folder raises FileNotFoundError, as list_files does"):
+    with t.case("a missing folder raises FileNotFoundError, as list_files does",
+                "文件夹不存在时抛出 FileNotFoundError，和 list_files 一样"):
         kind, value = outcome(find_text, ("hello", "nowhere"))
         assert kind == "raises" and isinstance(value, FileNotFoundError), \
             f"find_text('hello', 'nowhere') {said((kind, value))}"
-    with t.case("a file instead of a folder raises NotADirectoryError, as list_files does"):
+    with t.case("a file instead of a folder raises NotADirectoryError, as list_files does",
+                "给的是文件而不是文件夹时，抛出 NotADirectoryError，和 list_files 一样"):
         kind, value = outcome(find_text, ("hello", "project/a.py"))
         assert kind == "raises" and isinstance(value, NotADirectoryError), \
             f"find_text('hello', 'project/a.py') {said((kind, value))}"
@@ -197,38 +219,44 @@ def refused(tool, args, *, path: str) -> str:
     return str(value)
 
 
-@course.exercise("01.3", "edit_file that explains a miss caused by \\r\\n line endings")
+@course.exercise("01.3", "edit_file that explains a miss caused by \\r\\n line endings",
+                         "能说明 \\r\\n 换行符造成匹配失败的 edit_file")
 def _(t, edit_file_crlf_hint):
     def dos():  # a fresh copy for each case
         Path("dos.txt").write_bytes(b"one\r\ntwo\r\n")
 
-    with t.case("old_str with \\n on a \\r\\n file: refused, the message names \\r\\n"):
+    with t.case("old_str with \\n on a \\r\\n file: refused, the message names \\r\\n",
+                "\\r\\n 文件、old_str 里是 \\n：拒绝，消息里提到 \\r\\n"):
         dos()
         message = refused(edit_file_crlf_hint, ("dos.txt", "one\ntwo", "1\n2"), path="dos.txt")
         assert mentions_crlf(message), f"the message does not mention \\r\\n: {message!r}"
-    with t.case("and nothing is guessed: the file is unchanged"):
+    with t.case("and nothing is guessed: the file is unchanged", "而且不做猜测：文件不变"):
         dos()
         outcome(edit_file_crlf_hint, ("dos.txt", "one\ntwo", "1\n2"))
         assert Path("dos.txt").read_bytes() == b"one\r\ntwo\r\n", \
             f"dos.txt became {Path('dos.txt').read_bytes()!r}"
-    with t.case("old_str with \\r\\n on a \\r\\n file: edited, \\r\\n kept"):
+    with t.case("old_str with \\r\\n on a \\r\\n file: edited, \\r\\n kept",
+                "\\r\\n 文件、old_str 里是 \\r\\n：修改成功，\\r\\n 保留"):
         dos()
         result = outcome(edit_file_crlf_hint, ("dos.txt", "one\r\ntwo", "1\r\n2"))
         assert result == ("returns", {"path": "dos.txt", "action": "edited"}), said(result)
         assert Path("dos.txt").read_bytes() == b"1\r\n2\r\n", \
             f"dos.txt became {Path('dos.txt').read_bytes()!r}"
-    with t.case("a real miss on a \\r\\n file is the ordinary 'read the file again'"):
+    with t.case("a real miss on a \\r\\n file is the ordinary 'read the file again'",
+                "\\r\\n 文件上真正的匹配失败，仍是普通的 'read the file again'"):
         dos()
         message = refused(edit_file_crlf_hint, ("dos.txt", "three", "3"), path="dos.txt")
         assert "read the file again" in message and not mentions_crlf(message), \
             f"got {message!r}"
     with t.case("a \\n file does not use \\r\\n, so its misses are ordinary too "
-                "(even with \\r\\n in old_str)"):
+                "(even with \\r\\n in old_str)",
+                "\\n 文件不用 \\r\\n，所以匹配失败也是普通的那种（即使 old_str 里有 \\r\\n）"):
         Path("unix.txt").write_bytes(b"one\ntwo\n")
         message = refused(edit_file_crlf_hint, ("unix.txt", "one\r\ntwo", "1"), path="unix.txt")
         assert "read the file again" in message and not mentions_crlf(message), \
             f"got {message!r}"
-    with t.case("everything else is still edit_file: create, edit once, refuse two matches"):
+    with t.case("everything else is still edit_file: create, edit once, refuse two matches",
+                "其余行为仍和 edit_file 一样：创建、替换一处、拒绝两处匹配"):
         result = outcome(edit_file_crlf_hint, ("new.txt", "", "a a\n"))
         assert result == ("returns", {"path": "new.txt", "action": "created"}), said(result)
         message = refused(edit_file_crlf_hint, ("new.txt", "a", "b"), path="new.txt")
@@ -240,42 +268,49 @@ def _(t, edit_file_crlf_hint):
 # --- 01.4: replace_all -----------------------------------------------------------------------
 
 
-@course.exercise("01.4", "edit_file with replace_all, exactly once by default")
+@course.exercise("01.4", "edit_file with replace_all, exactly once by default",
+                         "带 replace_all 的 edit_file，默认仍是恰好一次")
 def _(t, edit_file_all):
     def config():
         Path("config.py").write_bytes(b"x = old\r\ny = old\r\n")
 
-    with t.case("replace_all=True replaces every match, says how many, keeps \\r\\n"):
+    with t.case("replace_all=True replaces every match, says how many, keeps \\r\\n",
+                "replace_all=True 替换所有匹配，说明替换了几处，保留 \\r\\n"):
         config()
         result = outcome(edit_file_all, ("config.py", "old", "new", True))
         wanted = {"path": "config.py", "action": "edited", "replaced": 2}
         assert result == ("returns", wanted), said(result)
         assert Path("config.py").read_bytes() == b"x = new\r\ny = new\r\n", \
             f"config.py became {Path('config.py').read_bytes()!r}"
-    with t.case("by default it is still exactly once: two matches are refused, nothing written"):
+    with t.case("by default it is still exactly once: two matches are refused, nothing written",
+                "默认仍是恰好一次：两处匹配被拒绝，什么也不写"):
         config()
         message = refused(edit_file_all, ("config.py", "old", "new"), path="config.py")
         assert "found 2" in message, f"got {message!r}"
-    with t.case("replace_all=False edits a single match like edit_file"):
+    with t.case("replace_all=False edits a single match like edit_file",
+                "replace_all=False 像 edit_file 一样，替换唯一的一处匹配"):
         config()
         kind, value = outcome(edit_file_all, ("config.py", "x = old", "x = new", False))
         assert kind == "returns" and value.get("action") == "edited" and \
             value.get("replaced", 1) == 1, said((kind, value))
         assert Path("config.py").read_bytes() == b"x = new\r\ny = old\r\n"
     with t.case("replace_all=True with no match is refused (found 0): the model's picture of "
-                "the file is stale"):
+                "the file is stale",
+                "replace_all=True 但一处也没匹配到：拒绝（found 0），模型对文件的印象已经过时"):
         config()
         message = refused(edit_file_all, ("config.py", "older", "new", True), path="config.py")
         assert "found 0" in message, f"got {message!r}"
-    with t.case("replace_all=True with one match: replaced 1"):
+    with t.case("replace_all=True with one match: replaced 1",
+                "replace_all=True 且只有一处匹配：replaced 1"):
         config()
         result = outcome(edit_file_all, ("config.py", "y = old", "y = new", True))
         assert result == ("returns", {"path": "config.py", "action": "edited", "replaced": 1}), \
             said(result)
-    with t.case("overlapping matches are refused even with replace_all ('aa' in 'aaa')"):
+    with t.case("overlapping matches are refused even with replace_all ('aa' in 'aaa')",
+                "即使用 replace_all，重叠的匹配也被拒绝（'aaa' 里的 'aa'）"):
         Path("overlap.txt").write_bytes(b"aaa")
         refused(edit_file_all, ("overlap.txt", "aa", "b", True), path="overlap.txt")
-    with t.case("old_str empty still creates the file"):
+    with t.case("old_str empty still creates the file", "old_str 为空时仍然创建文件"):
         result = outcome(edit_file_all, ("new.txt", "", "hello\n"))
         assert result == ("returns", {"path": "new.txt", "action": "created"}), said(result)
 

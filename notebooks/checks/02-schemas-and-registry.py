@@ -60,15 +60,16 @@ LIST_PATH_REQUIRED["function"]["parameters"]["required"] = ["path"]
 # --- 02.1: check_tools_strict ------------------------------------------------------------------
 
 
-@course.exercise("02.1", "check_tools_strict: check_tools, and two gaps closed")
+@course.exercise("02.1", "check_tools_strict: check_tools, and two gaps closed",
+                         "check_tools_strict：check_tools，再补上两个漏洞")
 def _(t, check_tools_strict):
-    def passes(what, tools, registry=TOOL_REGISTRY):
-        with t.case(what):
+    def passes(what, zh, tools, registry=TOOL_REGISTRY):
+        with t.case(what, zh):
             exc = raised_by(check_tools_strict, tools, registry)
             assert exc is None, f"it raised {type(exc).__name__}: {short(str(exc))}"
 
-    def reports(what, tools, registry, *names):
-        with t.case(what):
+    def reports(what, zh, tools, registry, *names):
+        with t.case(what, zh):
             before = copy.deepcopy((tools, registry))
             exc = raised_by(check_tools_strict, tools, registry)
             assert exc is not None, "it raised nothing"
@@ -78,20 +79,28 @@ def _(t, check_tools_strict):
             assert not missing, f"the message does not name {missing}: {short(str(exc))}"
             assert (tools, registry) == before, "it changed the schemas or the registry"
 
-    passes("the built-in TOOLS and TOOL_REGISTRY pass", TOOLS)
+    passes("the built-in TOOLS and TOOL_REGISTRY pass",
+           "内置的 TOOLS 和 TOOL_REGISTRY 能通过", TOOLS)
     passes("a schema may require a parameter that has a default (list_files's path)",
+           "Schema 可以把有默认值的参数列为必填（list_files 的 path）",
            [named("read_file"), LIST_PATH_REQUIRED, named("edit_file")])
     reports("(a) new_str is in properties but not in required: reported, naming new_str",
+            "(a) new_str 在 properties 里，却不在 required 里：报告出来，并点名 new_str",
             [*TOOLS[:2], NEW_STR_NOT_REQUIRED], TOOL_REGISTRY, "new_str")
     reports("(a) a schema with no 'required' list at all: read_file's path is reported",
+            "(a) Schema 根本没有 'required' 列表：报告 read_file 的 path",
             [NO_REQUIRED_LIST, *TOOLS[1:]], TOOL_REGISTRY, "path")
     reports("(b) 'encoding' is in required but not in properties: reported",
+            "(b) 'encoding' 在 required 里，却不在 properties 里：报告出来",
             [REQUIRED_NOT_DESCRIBED, *TOOLS[1:]], TOOL_REGISTRY, "encoding")
     reports("what check_tools finds is still reported: a schema without a function",
+            "check_tools 能发现的仍然报告：有 Schema 却没有函数",
             [*TOOLS, COUNT_LINES], TOOL_REGISTRY, "count_lines")
     reports("what check_tools finds is still reported: a renamed parameter",
+            "check_tools 能发现的仍然报告：改了名的参数",
             [READ_FILE_RENAMED, *TOOLS[1:]], TOOL_REGISTRY, "file_path")
     reports("all problems in one ValueError: check_tools's and the new ones together",
+            "所有问题放进同一个 ValueError：check_tools 的和新加的一起",
             [*TOOLS[:2], NEW_STR_NOT_REQUIRED, COUNT_LINES], TOOL_REGISTRY,
             "count_lines", "new_str")
 
@@ -110,15 +119,18 @@ def built_in_specs() -> list:
     return specs
 
 
-@course.exercise("02.2", "tools_from_specs: TOOLS and TOOL_REGISTRY from one list")
+@course.exercise("02.2", "tools_from_specs: TOOLS and TOOL_REGISTRY from one list",
+                         "tools_from_specs：从一个列表得到 TOOLS 和 TOOL_REGISTRY")
 def _(t, tools_from_specs):
-    with t.case("agent.py's three specs give exactly TOOLS and TOOL_REGISTRY"):
+    with t.case("agent.py's three specs give exactly TOOLS and TOOL_REGISTRY",
+                "agent.py 的三条定义恰好得到 TOOLS 和 TOOL_REGISTRY"):
         tools, registry = tools_from_specs(built_in_specs())
         assert tools == TOOLS, f"the schemas differ from TOOLS: {short(tools)}"
         assert registry == TOOL_REGISTRY, f"the registry differs: {short(registry)}"
-    with t.case("the two halves pass check_tools"):
+    with t.case("the two halves pass check_tools", "得到的两部分通过 check_tools"):
         agent.check_tools(*tools_from_specs(built_in_specs()))
-    with t.case("a fourth spec appears in both halves, last, and they still agree"):
+    with t.case("a fourth spec appears in both halves, last, and they still agree",
+                "第四条定义出现在两部分的末尾，两部分仍然一致"):
         specs = [*built_in_specs(),
                  (count_lines, "Count the lines of a text file.", {"path": "Path of the file."})]
         tools, registry = tools_from_specs(specs)
@@ -127,13 +139,15 @@ def _(t, tools_from_specs):
         assert tools[3] == COUNT_LINES, f"count_lines's schema is {short(tools[3])}"
         assert registry.get("count_lines") is count_lines, "count_lines is not registered"
         agent.check_tools(tools, registry)
-    with t.case("the halves are made from the specs given, in their order"):
+    with t.case("the halves are made from the specs given, in their order",
+                "两部分由给定的定义生成，顺序不变"):
         specs = built_in_specs()
         tools, registry = tools_from_specs([specs[2], specs[0]])
         assert [s["function"]["name"] for s in tools] == ["edit_file", "read_file"], short(tools)
         assert set(registry) == {"edit_file", "read_file"}, short(registry)
     with t.case("two specs with the same name are refused with ValueError (the model would "
-                "see two tools; the host would run one)"):
+                "see two tools; the host would run one)",
+                "同名的两条定义被拒绝，抛出 ValueError（模型会看到两个工具，宿主只会运行一个）"):
         specs = built_in_specs()
         try:
             tools_from_specs([*specs, (agent.read_file, "Read a file again.", {"path": "A path."})])
@@ -141,7 +155,8 @@ def _(t, tools_from_specs):
             pass
         else:
             raise AssertionError("it accepted two read_file specs")
-    with t.case("TOOLS and TOOL_REGISTRY themselves are not changed"):
+    with t.case("TOOLS and TOOL_REGISTRY themselves are not changed",
+                "TOOLS 和 TOOL_REGISTRY 本身没有被改动"):
         tools, registry = tools_from_specs(built_in_specs()[:1])
         assert tools is not TOOLS and registry is not TOOL_REGISTRY
         assert len(TOOLS) == 3 and len(TOOL_REGISTRY) == 3, "agent.py's own lists changed"
@@ -162,19 +177,24 @@ def results_of(bot: Agent) -> list:
     return [json.loads(m["content"]) for m in bot.messages if m["role"] == "tool"]
 
 
-@course.exercise("02.3", "count_lines as a real tool: schema, registry entry, a run")
+@course.exercise("02.3", "count_lines as a real tool: schema, registry entry, a run",
+                         "把 count_lines 做成真正的工具：Schema、注册表条目、一次运行")
 def _(t, counting_tools, counting_script):
     with t.case("counting_tools() gives TOOLS' three schemas, then count_lines with a required "
-                "path"):
+                "path",
+                "counting_tools() 给出 TOOLS 的三个 Schema，再加上 path 必填的 count_lines"):
         tools, registry = counting_tools()
         names = [s["function"]["name"] for s in tools]
         assert names == ["read_file", "list_files", "edit_file", "count_lines"], names
         assert tools[:3] == TOOLS[:3], "the first three should be TOOLS' schemas, unchanged"
         assert tools[3]["function"]["parameters"]["required"] == ["path"], short(tools[3])
-    with t.case("the schemas and the registry agree (check_tools)"):
+    with t.case("the schemas and the registry agree (check_tools)",
+                "Schema 和注册表一致（check_tools）"):
         agent.check_tools(*counting_tools())
     with t.case("agent.TOOLS and agent.TOOL_REGISTRY are left as they were (new list, new "
-                "dict; else every cell above now offers count_lines)"):
+                "dict; else every cell above now offers count_lines)",
+                "agent.TOOLS 和 agent.TOOL_REGISTRY 保持原样（用新的列表和字典；否则上面每个单元"
+                "格都会提供 count_lines）"):
         tools, registry = counting_tools()
         assert tools is not TOOLS and registry is not TOOL_REGISTRY, \
             "it returned agent.TOOLS or agent.TOOL_REGISTRY itself"
@@ -182,18 +202,21 @@ def _(t, counting_tools, counting_script):
             "agent.TOOLS has changed: restart the kernel, then build a new list ([*TOOLS, ...])"
         assert "count_lines" not in TOOL_REGISTRY, \
             "agent.TOOL_REGISTRY has changed: restart the kernel, then build a new dict"
-    with t.case("in a run on a 3-line file, the model calls count_lines and gets lines: 3"):
+    with t.case("in a run on a 3-line file, the model calls count_lines and gets lines: 3",
+                "在 3 行的文件上运行：模型调用 count_lines，得到 lines: 3"):
         bot = counting_run(*counting_tools(), counting_script("three.txt"), "three.txt", 3)
         first = bot.messages[2].get("tool_calls", [{}])[0].get("function", {})
         assert first.get("name") == "count_lines", f"the first call is {short(first)}"
         assert results_of(bot)[:1] == [{"path": "three.txt", "lines": 3}], short(results_of(bot))
         assert bot.client.requests[0]["tools"][3]["function"]["name"] == "count_lines"
-    with t.case("the final answer says 3, and the run ends as done"):
+    with t.case("the final answer says 3, and the run ends as done",
+                "最终回答说 3，运行以 done 结束"):
         bot = counting_run(*counting_tools(), counting_script("three.txt"), "three.txt", 3)
         answer = bot.messages[-1]["content"]
         assert re.search(r"\b3\b", answer), f"the answer is {answer!r}"
         assert bot.stop_reason == "done", f"stop reason {bot.stop_reason!r}"
-    with t.case("on a 5-line file the answer says 5: it is read from the tool result"):
+    with t.case("on a 5-line file the answer says 5: it is read from the tool result",
+                "在 5 行的文件上，回答说 5：数字来自工具结果"):
         bot = counting_run(*counting_tools(), counting_script("five.txt"), "five.txt", 5)
         answer = bot.messages[-1]["content"]
         assert re.search(r"\b5\b", answer), f"the answer is {answer!r}"
@@ -207,19 +230,21 @@ def delete_file(path: str) -> dict:
     raise AssertionError("delete_file ran")
 
 
-@course.exercise("02.5", "make_agent: refuse drifted tools, allow a deliberate read-only set")
+@course.exercise("02.5", "make_agent: refuse drifted tools, allow a deliberate read-only set",
+                         "make_agent：拒绝漂移的工具，允许有意为之的只读工具集")
 def _(t, make_agent):
     client = ScriptedClient([reply("ok")])
 
-    def refused(what, tools, registry):
-        with t.case(what):
+    def refused(what, zh, tools, registry):
+        with t.case(what, zh):
             try:
                 make_agent(client, tools, registry)
             except ValueError:
                 return
             raise AssertionError("it built an Agent")
 
-    with t.case("builds an Agent with the tools and the registry it was given"):
+    with t.case("builds an Agent with the tools and the registry it was given",
+                "用给定的工具和注册表构造 Agent"):
         def read_file(path: str) -> dict:  # a registry of the student's own, not agent.py's
             return agent.read_file(path)
 
@@ -229,19 +254,25 @@ def _(t, make_agent):
         assert bot.tools == TOOLS and bot.client is client
         assert bot.registry.get("read_file") is read_file, \
             "the agent does not run the registry it was given (it has agent.py's read_file)"
-    with t.case("passes other keyword arguments on to Agent (max_turns=3, on_event=None)"):
+    with t.case("passes other keyword arguments on to Agent (max_turns=3, on_event=None)",
+                "把其他关键字参数传给 Agent（max_turns=3、on_event=None）"):
         bot = make_agent(client, TOOLS, TOOL_REGISTRY, max_turns=3, on_event=None)
         assert bot.max_turns == 3, f"max_turns is {bot.max_turns}"
     refused("refuses a schema without a function (drift 1), with ValueError",
+            "拒绝没有函数的 Schema（漂移 1），抛出 ValueError",
             [*TOOLS, COUNT_LINES], TOOL_REGISTRY)
-    refused("refuses a renamed parameter (drift 3)", [READ_FILE_RENAMED, *TOOLS[1:]],
+    refused("refuses a renamed parameter (drift 3)",
+            "拒绝改了名的参数（漂移 3）", [READ_FILE_RENAMED, *TOOLS[1:]],
             TOOL_REGISTRY)
     refused("refuses a schema that leaves out a required parameter (drift 4)",
+            "拒绝漏掉必填参数的 Schema（漂移 4）",
             [EDIT_WITHOUT_NEW_STR], {"edit_file": agent.edit_file})
     refused("refuses a read-only set whose one schema has drifted (read_file renamed)",
+            "拒绝其中一个 Schema 已经漂移的只读工具集（read_file 改了名）",
             [READ_FILE_RENAMED, named("list_files")], TOOL_REGISTRY)
     with t.case("accepts read_file and list_files over the full registry, and that agent "
-                "cannot write"):
+                "cannot write",
+                "接受完整注册表上只有 read_file 和 list_files 的工具集，这样的智能体不能写文件"):
         Path("notes.txt").write_bytes(b"keep me\n")
         script = [tool_call("edit_file", path="notes.txt", old_str="", new_str="gone"),
                   reply("I cannot write here.")]
@@ -249,6 +280,7 @@ def _(t, make_agent):
         bot.chat("Overwrite notes.txt.")
         assert Path("notes.txt").read_bytes() == b"keep me\n", "notes.txt was overwritten"
         assert "unknown tool" in bot.messages[3]["content"], short(bot.messages[3]["content"])
-    with t.case("accepts a registered function without a schema (drift 2): it can never run"):
+    with t.case("accepts a registered function without a schema (drift 2): it can never run",
+                "接受注册了却没有 Schema 的函数（漂移 2）：这个函数永远不会运行"):
         bot = make_agent(client, TOOLS, {**TOOL_REGISTRY, "delete_file": delete_file})
         assert isinstance(bot, Agent)

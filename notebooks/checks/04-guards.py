@@ -57,7 +57,8 @@ def read(path):
 
 def keeps_signatures(t, make_guard):
     with t.case("it keeps every tool's signature (functools.wraps), so call_tool still checks "
-                "the arguments before the guard runs"):
+                "the arguments before the guard runs",
+                "保留每个工具的签名（functools.wraps），这样 call_tool 仍会在护栏运行之前检查参数"):
         guarded = make_guard(TOOL_REGISTRY)
         agent.check_tools(TOOLS, guarded)
         for name, func in TOOL_REGISTRY.items():
@@ -89,17 +90,20 @@ def stubborn(messages):
     return tool_call("read_file", path="missing.py")
 
 
-@course.exercise("04.1", "a guard that ends the loop")
+@course.exercise("04.1", "a guard that ends the loop", "一道能结束循环的护栏")
 def _(t, stop_after_refusals, StopAgent):
     with t.case("StopAgent is an exception class that is not an Exception (a BaseException), "
-                "so run_tool lets it through"):
+                "so run_tool lets it through",
+                "StopAgent 是一个异常类，但不是 Exception（而是 BaseException），所以 run_tool 不"
+                "会拦下它"):
         assert isinstance(StopAgent, type) and issubclass(StopAgent, BaseException), \
             f"StopAgent is {StopAgent!r}, not an exception class"
         assert not issubclass(StopAgent, Exception), \
             "StopAgent is an Exception: run_tool would turn it into a tool result"
 
     with t.case("identical calls run up to the limit, and the first refusal is an error the "
-                "model reads (not a stop)"):
+                "model reads (not a stop)",
+                "相同的调用在上限以内照常运行；第一次拒绝是模型读到的一条错误（不是停止）"):
         registry, ran = spied()
         guarded = stop_after_refusals(registry, limit=2, refusals=2)
         seen = [attempt(guarded, "read_file", path="missing.py") for _ in range(3)]
@@ -108,7 +112,7 @@ def _(t, stop_after_refusals, StopAgent):
         assert kinds == ["raised"] * 3, f"the three calls gave {kinds}"
         assert "not run" in str(seen[2][1]), f"the third call said {seen[2][1]}"
 
-    with t.case("the second refusal in a row raises StopAgent"):
+    with t.case("the second refusal in a row raises StopAgent", "连续第二次拒绝时抛出 StopAgent"):
         guarded = stop_after_refusals(TOOL_REGISTRY, limit=2, refusals=2)
         for _ in range(3):
             attempt(guarded, "read_file", path="missing.py")
@@ -120,7 +124,7 @@ def _(t, stop_after_refusals, StopAgent):
         assert isinstance(error, StopAgent), f"it raised {type(error).__name__}"
 
     with t.case("a call that gets through resets the count: a refusal, a call, a refusal is "
-                "no stop"):
+                "no stop", "放行的调用会让计数归零：拒绝、调用、拒绝，不会停止"):
         write("note.txt", "x\n")
         guarded = stop_after_refusals(TOOL_REGISTRY, limit=1, refusals=2)
         kinds = []
@@ -131,7 +135,8 @@ def _(t, stop_after_refusals, StopAgent):
         assert "stopped" not in kinds, f"the calls gave {kinds}"
         assert kinds == ["ok", "raised", "ok"] * 3, f"the calls gave {kinds}"
 
-    with t.case("a call that runs and fails was not refused either: it resets the count too"):
+    with t.case("a call that runs and fails was not refused either: it resets the count too",
+                "运行后失败的调用也不算被拒绝：同样让计数归零"):
         guarded = stop_after_refusals(TOOL_REGISTRY, limit=1, refusals=2)
         kinds = [attempt(guarded, "list_files", path=".")[0],
                  attempt(guarded, "list_files", path=".")[0],  # refused once
@@ -140,7 +145,8 @@ def _(t, stop_after_refusals, StopAgent):
         assert kinds == ["ok", "raised", "raised", "raised"], (
             f"the calls gave {kinds}: a failed call counted as a refusal in a row")
 
-    with t.case("in the loop, chat() raises StopAgent after the model read one refusal"):
+    with t.case("in the loop, chat() raises StopAgent after the model read one refusal",
+                "在循环里，模型读到一次拒绝之后，chat() 抛出 StopAgent"):
         registry, ran = spied()
         bot, _, raised = run(stop_after_refusals(registry, limit=2, refusals=2), [stubborn] * 20)
         assert raised is not None, (f"chat() ended normally (stop_reason {bot.stop_reason!r}) "
@@ -150,7 +156,8 @@ def _(t, stop_after_refusals, StopAgent):
             f"the model was asked {len(bot.client.requests)} times, not 4"
         assert len(ran) == 2, f"the tool ran {len(ran)} times"
 
-    with t.case("then stop_reason is 'error' and the history is still valid to send"):
+    with t.case("then stop_reason is 'error' and the history is still valid to send",
+                "之后 stop_reason 是 'error'，消息历史仍然可以发送"):
         bot, _, _ = run(stop_after_refusals(TOOL_REGISTRY, limit=2, refusals=2), [stubborn] * 20)
         assert bot.stop_reason == "error", f"stop_reason is {bot.stop_reason!r}"
         problem = agent.pairing_problem(bot.messages)
@@ -172,22 +179,26 @@ def spent_after_two_failures(failure_budget):
     return guarded, ran, errors
 
 
-@course.exercise("04.2", "failure_budget: count the failures, not only the repeats")
+@course.exercise("04.2", "failure_budget: count the failures, not only the repeats",
+                         "failure_budget：数失败次数，而不只是数重复")
 def _(t, failure_budget):
     write("a.txt", "apples\n")
-    with t.case("successful calls are not failures: ten reads all run with a budget of 1"):
+    with t.case("successful calls are not failures: ten reads all run with a budget of 1",
+                "成功的调用不算失败：预算为 1 时，十次读取全部运行"):
         registry, ran = spied()
         guarded = failure_budget(registry, limit=1)
         for _ in range(10):
             assert call(guarded, "read_file", path="a.txt")["content"] == "apples\n"
         assert len(ran) == 10
-    with t.case("up to the limit, a failed call gets its tool's own error"):
+    with t.case("up to the limit, a failed call gets its tool's own error",
+                "上限以内，失败的调用得到工具自己的错误"):
         _, _, errors = spent_after_two_failures(failure_budget)
         for n, (kind, error) in enumerate(errors, 1):
             assert kind == "raised" and "no such file" in str(error), \
                 f"failure {n} gave {error!r}"
     with t.case("after `limit` failures every call is refused, even one that would succeed, "
-                "and no tool runs"):
+                "and no tool runs",
+                "失败 `limit` 次之后，每个调用都被拒绝，本会成功的也一样，工具都不运行"):
         guarded, ran, _ = spent_after_two_failures(failure_budget)
         before = len(ran)
         kind, error = attempt(guarded, "read_file", path="a.txt")
@@ -195,7 +206,8 @@ def _(t, failure_budget):
         assert "too many failures" in str(error), f"it said {error}"
         assert attempt(guarded, "list_files", path=".")[0] == "raised", "list_files still ran"
         assert len(ran) == before, "a tool ran although the budget was spent"
-    with t.case("failures of different tools count together: one budget per conversation"):
+    with t.case("failures of different tools count together: one budget per conversation",
+                "不同工具的失败合在一起数：每段对话一份预算"):
         write("b.txt", "aa\naa\n")
         guarded = failure_budget(TOOL_REGISTRY, limit=2)
         attempt(guarded, "read_file", path="missing.txt")  # FileNotFoundError
@@ -203,14 +215,15 @@ def _(t, failure_budget):
         kind, error = attempt(guarded, "list_files", path=".")
         assert kind == "raised" and "too many failures" in str(error), \
             "after a failed read_file and a failed edit_file, list_files still ran"
-    with t.case("each guard has its own count"):
+    with t.case("each guard has its own count", "每道护栏各自计数"):
         first = failure_budget(TOOL_REGISTRY, limit=1)
         second = failure_budget(TOOL_REGISTRY, limit=1)
         attempt(first, "read_file", path="missing.txt")
         assert attempt(second, "read_file", path="a.txt")[0] == "ok", \
             "a new guard already refuses"
     keeps_signatures(t, failure_budget)
-    with t.case("in the loop the refusal is a tool error the model reads, and it can answer"):
+    with t.case("in the loop the refusal is a tool error the model reads, and it can answer",
+                "在循环里，拒绝是模型读到的一条工具错误，模型还能给出回答"):
         def reacts(messages):
             if "too many failures" in ((tool_errors(messages) or [""])[-1] or ""):
                 return reply("I could not read the files I wanted.")
@@ -233,21 +246,24 @@ def someone_edits(path, text):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
-@course.exercise("04.3", "read before edit, and not stale")
+@course.exercise("04.3", "read before edit, and not stale", "先读后改，而且读到的不能过时")
 def _(t, read_before_edit_fresh):
-    with t.case("an unread file is still refused, and not written"):
+    with t.case("an unread file is still refused, and not written",
+                "没读过的文件仍被拒绝，也不写入"):
         write("a.txt", "one\n")
         guarded = read_before_edit_fresh(TOOL_REGISTRY)
         kind, _ = attempt(guarded, "edit_file", path="a.txt", old_str="one", new_str="two")
         assert kind == "raised" and read("a.txt") == "one\n", "an unread file was edited"
-    with t.case("read, then edit, works"):
+    with t.case("read, then edit, works", "先读再改，可以"):
         write("a.txt", "one\n")
         guarded = read_before_edit_fresh(TOOL_REGISTRY)
         call(guarded, "read_file", path="a.txt")
         call(guarded, "edit_file", path="a.txt", old_str="one", new_str="two")
         assert read("a.txt") == "two\n"
     with t.case("a file changed on disk after the read is refused, not written, and the refusal "
-                "says to read it again; after reading it again, the edit works"):
+                "says to read it again; after reading it again, the edit works",
+                "读过之后磁盘上的文件又变了：拒绝，不写入，拒绝的消息说要重新读；重新读过之后，修"
+                "改成功"):
         write("a.txt", "one\nline\n")
         guarded = read_before_edit_fresh(TOOL_REGISTRY)
         call(guarded, "read_file", path="a.txt")
@@ -259,7 +275,8 @@ def _(t, read_before_edit_fresh):
         call(guarded, "read_file", path="a.txt")
         kind, error = attempt(guarded, "edit_file", path="a.txt", old_str="one", new_str="two")
         assert kind == "ok", f"after reading it again, the edit gave {error}"
-    with t.case("the agent's own edits do not make the file stale"):
+    with t.case("the agent's own edits do not make the file stale",
+                "智能体自己的修改不会让文件变成过时"):
         write("b.txt", "one\n")
         guarded = read_before_edit_fresh(TOOL_REGISTRY)
         call(guarded, "read_file", path="b.txt")
@@ -267,19 +284,20 @@ def _(t, read_before_edit_fresh):
         call(guarded, "edit_file", path="b.txt", old_str="two", new_str="three")
         assert read("b.txt") == "three\n"
     with t.case("a change that keeps the size and the modification time is still caught "
-                "(compare the content, not the clock)"):
+                "(compare the content, not the clock)",
+                "大小和修改时间都不变的改动也能发现（比较内容，而不是时间）"):
         write("c.txt", "debug = false\n")
         guarded = read_before_edit_fresh(TOOL_REGISTRY)
         call(guarded, "read_file", path="c.txt")
         someone_edits("c.txt", "debug = FALSE\n")
         kind, _ = attempt(guarded, "edit_file", path="c.txt", old_str="debug", new_str="DEBUG")
         assert kind == "raised", "the stale edit went through"
-    with t.case("a new file can be created, then edited"):
+    with t.case("a new file can be created, then edited", "新文件可以先创建，再修改"):
         guarded = read_before_edit_fresh(TOOL_REGISTRY)
         call(guarded, "edit_file", path="new/d.txt", old_str="", new_str="draft\n")
         call(guarded, "edit_file", path="new/d.txt", old_str="draft", new_str="final")
         assert read("new/d.txt") == "final\n"
-    with t.case("./e.txt and e.txt are the same file"):
+    with t.case("./e.txt and e.txt are the same file", "./e.txt 和 e.txt 是同一个文件"):
         write("e.txt", "one\n")
         guarded = read_before_edit_fresh(TOOL_REGISTRY)
         call(guarded, "read_file", path="./e.txt")
@@ -287,7 +305,9 @@ def _(t, read_before_edit_fresh):
         assert read("e.txt") == "two\n"
     keeps_signatures(t, read_before_edit_fresh)
     with t.case("in the loop: a person saves the file between the agent's read and its edit; "
-                "the model reads the refusal, reads again, and no one's change is lost"):
+                "the model reads the refusal, reads again, and no one's change is lost",
+                "在循环里：智能体读完之后、修改之前，有人保存了文件；模型读到拒绝，重新读，谁的改"
+                "动都没有丢"):
         write("config.ini", "debug = false\nport = 8000\n")
         edit = tool_call("edit_file", path="config.ini", old_str="debug = false",
                          new_str="debug = true")
@@ -312,10 +332,11 @@ def _(t, read_before_edit_fresh):
 # --- exercise 4 --------------------------------------------------------------------------------
 
 
-@course.exercise("04.4", "call_budget: a tool-call budget")
+@course.exercise("04.4", "call_budget: a tool-call budget", "call_budget：工具调用的预算")
 def _(t, call_budget):
     write("a.txt", "apples\n")
-    with t.case("the default budget is 20 calls: call 21 is refused"):
+    with t.case("the default budget is 20 calls: call 21 is refused",
+                "默认预算是 20 次调用：第 21 次被拒绝"):
         assert inspect.signature(call_budget).parameters["limit"].default == 20, \
             "limit should default to 20"
         registry, ran = spied()
@@ -324,7 +345,8 @@ def _(t, call_budget):
             call(guarded, "list_files", path=".")
         assert attempt(guarded, "list_files", path=".")[0] == "raised", "call 21 ran"
         assert len(ran) == 20
-    with t.case("the first calls run, whatever they are, and a failing call counts too"):
+    with t.case("the first calls run, whatever they are, and a failing call counts too",
+                "前面的调用照常运行，不管是什么调用；失败的调用也算数"):
         registry, ran = spied()
         guarded = call_budget(registry, limit=3)
         assert attempt(guarded, "read_file", path="a.txt")[0] == "ok"
@@ -334,7 +356,8 @@ def _(t, call_budget):
         kind, _ = attempt(guarded, "read_file", path="a.txt")
         assert kind == "raised", "the fourth call ran: was the failing call not counted?"
     with t.case("after the budget every call is refused without running, and the refusal says "
-                "the budget is spent"):
+                "the budget is spent",
+                "预算用完之后，每个调用都被拒绝、不运行，拒绝的消息说预算已经用完"):
         registry, ran = spied()
         guarded = call_budget(registry, limit=2)
         call(guarded, "read_file", path="a.txt")
@@ -344,13 +367,15 @@ def _(t, call_budget):
         assert "budget" in str(error), f"it said {error}"
         assert attempt(guarded, "list_files", path=".")[0] == "raised"
         assert len(ran) == 2, f"{len(ran)} calls reached a tool"
-    with t.case("each guard has its own budget"):
+    with t.case("each guard has its own budget", "每道护栏各有一份预算"):
         first, second = call_budget(TOOL_REGISTRY, limit=1), call_budget(TOOL_REGISTRY, limit=1)
         call(first, "list_files", path=".")
         assert attempt(second, "list_files", path=".")[0] == "ok", "a new guard already refuses"
     keeps_signatures(t, call_budget)
     with t.case("calls are counted, not responses: of five calls in one response with a budget "
-                "of 3, three run and two are refused, each answered in order"):
+                "of 3, three run and two are refused, each answered in order",
+                "数的是调用，不是响应：预算为 3，一个响应里有五个调用，三个运行，两个被拒绝，每个"
+                "都按顺序得到回答"):
         registry, ran = spied()
         five = [tool_call("read_file", path="a.txt")] * 5
         bot, _, raised = run(call_budget(registry, limit=3), [five, reply("ok")])
@@ -365,12 +390,14 @@ def _(t, call_budget):
 # --- exercise 5 --------------------------------------------------------------------------------
 
 
-@course.exercise("04.5", "total_repeat_guard: the same call, in any order")
+@course.exercise("04.5", "total_repeat_guard: the same call, in any order",
+                         "total_repeat_guard：同一个调用，不管顺序如何")
 def _(t, total_repeat_guard):
     write("a.txt", "a\n")
     write("b.txt", "b\n")
     with t.case("calls that alternate are counted: a, b, a, b run; a third a or b is refused, "
-                "without running"):
+                "without running",
+                "交替出现的调用也算数：a、b、a、b 都运行；第三次 a 或 b 被拒绝，不运行"):
         registry, ran = spied()
         guarded = total_repeat_guard(registry, limit=2)
         for path in ["a.txt", "b.txt", "a.txt", "b.txt"]:
@@ -380,17 +407,18 @@ def _(t, total_repeat_guard):
         assert attempt(guarded, "read_file", path="b.txt")[0] == "raised", \
             "the third read of b.txt ran"
         assert len(ran) == 4, f"{len(ran)} calls reached a tool"
-    with t.case("calls in a row are counted as well"):
+    with t.case("calls in a row are counted as well", "连续的调用同样算数"):
         guarded = total_repeat_guard(TOOL_REGISTRY, limit=2)
         call(guarded, "read_file", path="a.txt")
         call(guarded, "read_file", path="a.txt")
         assert attempt(guarded, "read_file", path="a.txt")[0] == "raised"
-    with t.case("other arguments make another call"):
+    with t.case("other arguments make another call", "参数不同就是另一个调用"):
         guarded = total_repeat_guard(TOOL_REGISTRY, limit=1)
         call(guarded, "read_file", path="a.txt")
         assert attempt(guarded, "read_file", path="b.txt")[0] == "ok"
     with t.case('list_files() and list_files(path=".") are the same call, and so is JSON with '
-                "its keys in another order"):
+                "its keys in another order",
+                "list_files() 和 list_files(path=\".\") 是同一个调用，键的顺序不同的 JSON 也一样"):
         guarded = total_repeat_guard(TOOL_REGISTRY, limit=1)
         agent.call_tool(guarded, "list_files", "{}")
         assert attempt(guarded, "list_files", path=".")[0] == "raised", \
@@ -403,19 +431,19 @@ def _(t, total_repeat_guard):
             pass
         else:
             raise AssertionError("the same edit, its keys in another order, ran again")
-    with t.case("the refusal says the call was not run"):
+    with t.case("the refusal says the call was not run", "拒绝的消息说明调用没有运行"):
         guarded = total_repeat_guard(TOOL_REGISTRY, limit=1)
         call(guarded, "list_files", path=".")
         _, error = attempt(guarded, "list_files", path=".")
         assert "not run" in str(error), f"it said {error}"
-    with t.case("each guard counts for itself"):
+    with t.case("each guard counts for itself", "每道护栏自己计数"):
         first = total_repeat_guard(TOOL_REGISTRY, limit=1)
         second = total_repeat_guard(TOOL_REGISTRY, limit=1)
         call(first, "list_files", path=".")
         assert attempt(second, "list_files", path=".")[0] == "ok", "a new guard already refuses"
     keeps_signatures(t, total_repeat_guard)
     with t.case("in the loop: a model that alternates two reads is refused, reads the refusal, "
-                "and answers"):
+                "and answers", "在循环里：交替读两个文件的模型被拒绝，读到拒绝，然后给出回答"):
         def alternates(messages):
             if "not run" in ((tool_errors(messages) or [""])[-1] or ""):
                 return reply("Reading them again will not help.")

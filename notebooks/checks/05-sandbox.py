@@ -105,13 +105,15 @@ def _matches(result) -> list[tuple[str, int, str]]:
     return [(m["path"], m["line"], m["text"]) for m in result["matches"]]
 
 
-@course.exercise("05.1", "a jailed grep_files(pattern, path=\".\")")
+@course.exercise("05.1", "a jailed grep_files(pattern, path=\".\")",
+                         "目录隔离下的 grep_files(pattern, path=\".\")")
 def _(t, grep_in):
     lab = make_lab()
     (lab.workspace / "notes" / "deep").mkdir()
     (lab.workspace / "notes" / "deep" / "plan.md").write_text("step 1\ntest the sandbox\n")
     (lab.workspace / "binary.bin").write_bytes(b"\xff\xfe test the sandbox \x00")
-    with t.case("finds each line with the text, with its workspace path and line number"):
+    with t.case("finds each line with the text, with its workspace path and line number",
+                "找出每个含有该文本的行，给出它在工作区里的路径和行号"):
         found = _matches(grep_in(lab.root, "test the sandbox"))
         assert ("notes/todo.md", 2, "- test the sandbox") in found, f"found {found}"
         assert ("notes/deep/plan.md", 2, "test the sandbox") in found, \
@@ -119,22 +121,25 @@ def _(t, grep_in):
         assert "todo-link.md" not in [path for path, _, _ in found], \
             "it followed the symlink todo-link.md (skip links: a link can lead anywhere)"
         assert found == sorted(found), f"matches should be sorted by path, then line: {found}"
-    with t.case("searches only below the folder it is given"):
+    with t.case("searches only below the folder it is given", "只在给定的文件夹之下搜索"):
         result = grep_in(lab.root, "test", "notes/deep")
         assert result["path"] == "notes/deep", f"path {result['path']!r}, not 'notes/deep'"
         assert _matches(result) == [("notes/deep/plan.md", 2, "test the sandbox")], \
             f"found {_matches(result)}"
-    with t.case("refuses a folder outside the workspace, by a path or through a link"):
+    with t.case("refuses a folder outside the workspace, by a path or through a link",
+                "拒绝工作区之外的文件夹，无论是直接给路径还是经由链接"):
         for path in ("../outside", "outdir", "/etc"):
             error = refused(grep_in, lab.root, "launch", path)
             assert "escapes the workspace" in error, f"{path}: {error}"
             assert str(lab.root.parent) not in error, f"the error shows a machine path: {error}"
-    with t.case("never follows a link out: the secret is not in the result"):
+    with t.case("never follows a link out: the secret is not in the result",
+                "从不顺着链接出去：结果里没有那份秘密"):
         result = grep_in(lab.root, "launch code")
         assert SECRET not in str(result), \
             "it read the secret through leak.txt, chain1, outdir/ or hard.txt"
         assert _matches(result) == [], f"found {_matches(result)}"
-    with t.case("skips a named pipe without hanging, and a file that is not text"):
+    with t.case("skips a named pipe without hanging, and a file that is not text",
+                "跳过命名管道而不卡住，也跳过不是文本的文件"):
         fifo = lab.workspace / "notes" / "pipe"
         os.mkfifo(fifo)
         try:
@@ -143,13 +148,15 @@ def _(t, grep_in):
         finally:
             fifo.unlink()  # the next cases must not hang on it
         assert "binary.bin" not in [m["path"] for m in result["matches"]], "binary.bin matched"
-    with t.case(f"stops at {50} matches and says so (truncated)"):
+    with t.case("stops at 50 matches and says so (truncated)",
+                "到 50 个匹配就停下，并说明这一点（truncated）"):
         (lab.workspace / "many.txt").write_text("needle\n" * 200)
         many = grep_in(lab.root, "needle")
         assert len(many["matches"]) == 50, f"{len(many['matches'])} matches, not 50"
         assert many["truncated"] is True, "truncated should be True"
         assert grep_in(lab.root, "step 1")["truncated"] is False, "truncated should be False"
-    with t.case("works as a read-level tool: one row in FUNCTIONS, RISK and SCHEMAS"):
+    with t.case("works as a read-level tool: one row in FUNCTIONS, RISK and SCHEMAS",
+                "作为 read 级工具可用：在 FUNCTIONS、RISK 和 SCHEMAS 里各占一行"):
         grep_in(lab.root, "step 1")  # called once as it is, so the starter says "not written"
         mine = fresh_sandbox()
         mine.FUNCTIONS["grep_files"] = grep_in
@@ -168,39 +175,42 @@ def _(t, grep_in):
 # --- exercise 2: delete_file --------------------------------------------------------------------
 
 
-@course.exercise("05.2", "a jailed delete_file(path)")
+@course.exercise("05.2", "a jailed delete_file(path)", "目录隔离下的 delete_file(path)")
 def _(t, delete_in):
     lab = make_lab()
     todo = lab.workspace / "notes" / "todo.md"
-    with t.case("deletes a file, and answers with its workspace path"):
+    with t.case("deletes a file, and answers with its workspace path",
+                "删除文件，回答里给出它在工作区里的路径"):
         (lab.workspace / "notes" / "old.md").write_text("old\n")
         result = delete_in(lab.root, "notes/old.md")
         assert result == {"path": "notes/old.md", "action": "deleted"}, f"answered {result}"
         assert not (lab.workspace / "notes" / "old.md").exists(), "notes/old.md is still there"
-    with t.case("deletes a link, never what it points to"):
+    with t.case("deletes a link, never what it points to", "删除链接本身，从不删除链接指向的东西"):
         assert delete_in(lab.root, "leak.txt")["action"] == "deleted"
         assert not os.path.lexists(lab.workspace / "leak.txt"), "the link leak.txt is still there"
         assert secret_intact(lab), "the file outside that leak.txt points to was changed"
         delete_in(lab.root, "todo-link.md")
         assert not os.path.lexists(lab.workspace / "todo-link.md"), "todo-link.md is still there"
         assert todo.exists(), "deleting the link todo-link.md deleted notes/todo.md, its target"
-    with t.case("refuses a file outside the workspace, by a path or through a linked folder"):
+    with t.case("refuses a file outside the workspace, by a path or through a linked folder",
+                "拒绝工作区之外的文件，无论是直接给路径还是经由链接的文件夹"):
         for path in ("../outside/secret.txt", "outdir/secret.txt", "/etc/hostname"):
             error = refused(delete_in, lab.root, path)
             assert "escapes the workspace" in error, f"{path}: {error}"
         assert secret_intact(lab), "the secret outside was deleted"
-    with t.case("refuses the workspace itself"):
+    with t.case("refuses the workspace itself", "拒绝删除工作区本身"):
         for path in (".", "notes/..", ""):
             refused(delete_in, lab.root, path)
         assert todo.exists() and lab.workspace.is_dir(), "the workspace lost files"
-    with t.case("does not delete a folder"):
+    with t.case("does not delete a folder", "不删除文件夹"):
         refused(delete_in, lab.root, "notes")
         assert todo.exists(), "the folder notes was deleted"
-    with t.case("a missing file is an error that names the workspace path only"):
+    with t.case("a missing file is an error that names the workspace path only",
+                "文件不存在是一个错误，错误里只给出工作区里的路径"):
         error = refused(delete_in, lab.root, "notes/missing.md")
         assert "notes/missing.md" in error, error
         assert str(lab.root) not in error, f"the error shows the machine's path: {error}"
-    with t.case("works as a write-level tool"):
+    with t.case("works as a write-level tool", "作为 write 级工具可用"):
         mine = fresh_sandbox()
         mine.FUNCTIONS["delete_file"] = delete_in
         mine.RISK["delete_file"] = "write"
@@ -230,7 +240,8 @@ def _links_inside(all_links_inside, root: Path, file: Path) -> bool:
         os.close(fd)
 
 
-@course.exercise("05.3", "all_links_inside(root, fd): every name of the file is in the workspace")
+@course.exercise("05.3", "all_links_inside(root, fd): every name of the file is in the workspace",
+                         "all_links_inside(root, fd)：文件的每个名字都在工作区里")
 def _(t, all_links_inside):
     lab = make_lab()
     ws, outside = lab.workspace, lab.outside
@@ -238,28 +249,33 @@ def _(t, all_links_inside):
     (ws / "linked").mkdir()
     os.link(ws / "notes" / "a.md", ws / "linked" / "a-again.md")  # two names, both inside
     (ws / "insidelink").symlink_to("notes")  # a link to a folder inside: no extra names
-    with t.case("a file with one name is fine"):
+    with t.case("a file with one name is fine", "只有一个名字的文件：没问题"):
         assert _links_inside(all_links_inside, lab.root, ws / "notes" / "todo.md") is True
-    with t.case("a file whose two names are both in the workspace is fine (pnpm, cp -al)"):
+    with t.case("a file whose two names are both in the workspace is fine (pnpm, cp -al)",
+                "两个名字都在工作区里的文件：没问题（pnpm、cp -al）"):
         assert _links_inside(all_links_inside, lab.root, ws / "notes" / "a.md") is True, \
             "refused: are you only looking at st_nlink?"
-    with t.case("a name reached twice through a symlinked folder still counts once"):
+    with t.case("a name reached twice through a symlinked folder still counts once",
+                "经由符号链接的文件夹到达两次的名字，仍只算一次"):
         assert _links_inside(all_links_inside, lab.root, ws / "linked" / "a-again.md") is True, \
             "refused: did the walk follow insidelink -> notes and count notes/a.md twice?"
-    with t.case("a file with a name outside the workspace is not (hard.txt)"):
+    with t.case("a file with a name outside the workspace is not (hard.txt)",
+                "有一个名字在工作区之外的文件：不行（hard.txt）"):
         assert _links_inside(all_links_inside, lab.root, ws / "hard.txt") is False
-    with t.case("a name reached only through a symlinked folder that leads out is outside"):
+    with t.case("a name reached only through a symlinked folder that leads out is outside",
+                "只能经由通往外面的符号链接文件夹到达的名字，算在工作区之外"):
         (outside / "b.md").write_text("b\n")
         os.link(outside / "b.md", ws / "notes" / "b.md")  # seen in the walk as outdir/b.md
         assert _links_inside(all_links_inside, lab.root, ws / "notes" / "b.md") is False, \
             "accepted: did the walk follow outdir -> ../outside?"
-    with t.case("a symlink to the outside name is not a name inside"):
+    with t.case("a symlink to the outside name is not a name inside",
+                "指向外面那个名字的符号链接，不算工作区里的名字"):
         (outside / "d.md").write_text("d\n")
         os.link(outside / "d.md", ws / "d.md")
         (ws / "d-link.md").symlink_to(outside / "d.md")  # os.stat would count it; lstat not
         assert _links_inside(all_links_inside, lab.root, ws / "d.md") is False, \
             "accepted: did you count d-link.md, a symlink, as a name (os.stat, not os.lstat)?"
-    with t.case("three names, one of them outside, is not"):
+    with t.case("three names, one of them outside, is not", "三个名字、其中一个在外面：不行"):
         (ws / "c.md").write_text("c\n")
         os.link(ws / "c.md", ws / "notes" / "c.md")
         os.link(ws / "c.md", outside / "c.md")
@@ -305,21 +321,23 @@ def _hides(question: str, layout: str) -> str:
     return ""
 
 
-@course.exercise("05.6", "an approval gate for run_command")
+@course.exercise("05.6", "an approval gate for run_command", "给 run_command 加一道审批")
 def _(t, gated):
     root = Path(os.path.realpath("gated"))
     root.mkdir()
     run_command = sandbox.make_run_command(root, timeout=2)
-    with t.case("y or yes (any case) runs the command and returns its result"):
+    with t.case("y or yes (any case) runs the command and returns its result",
+                "y 或 yes（不分大小写）运行命令，并返回结果"):
         for answer in ("y", "yes", "Y", " YES "):
             ask = _person(answer)
             result = gated(run_command, ask)("echo hi")
             assert result == {"exit_code": 0, "output": "hi\n"}, f"{answer!r}: got {result}"
-    with t.case("the person is shown the command before it runs"):
+    with t.case("the person is shown the command before it runs", "命令运行之前先给人看"):
         ask = _person("n")
         refused(gated(run_command, ask), "touch made.txt")
         assert ask.asked and "touch made.txt" in ask.asked[0], f"asked {ask.asked}"
-    with t.case("the command is shown so that no character in it can hide what runs"):
+    with t.case("the command is shown so that no character in it can hide what runs",
+                "命令的显示方式让其中任何字符都藏不住实际运行的内容"):
         plain = _person("n")
         refused(gated(run_command, plain), "touch made.txt")
         for command in HIDING:
@@ -332,23 +350,28 @@ def _(t, gated):
             for word in ("rm", "data", "atad"):
                 assert word not in command or word in question, \
                     f"the question does not show the command: {question!r}"
-    with t.case("Enter alone, n, or anything else refuses: an error that names the command"):
+    with t.case("Enter alone, n, or anything else refuses: an error that names the command",
+                "只按回车、输入 n 或其他任何内容，都是拒绝：一条写明命令的错误"):
         for answer in ("", "n", "no", "sure, why not", "yess"):
             error = refused(gated(run_command, _person(answer)), "touch made.txt")
             assert "touch made.txt" in error, f"{answer!r}: the error {error!r} does not name it"
         assert not (root / "made.txt").exists(), "a command ran without a yes"
-    with t.case("the input closed (EOFError) refuses, without a crash"):
+    with t.case("the input closed (EOFError) refuses, without a crash",
+                "输入已关闭（EOFError）：拒绝，不崩溃"):
         refused(gated(run_command, _person(EOFError())), "touch made.txt")
         assert not (root / "made.txt").exists(), "a command ran without a yes"
-    with t.case("Ctrl-C at the question is not a no: KeyboardInterrupt goes through, nothing runs"):
+    with t.case("Ctrl-C at the question is not a no: KeyboardInterrupt goes through, nothing runs",
+                "提问时按 Ctrl-C 不等于回答 no：KeyboardInterrupt 照常抛出，什么也不运行"):
         stopped_by(gated(run_command, _person(KeyboardInterrupt())), "touch made.txt")
         assert not (root / "made.txt").exists(), "the command ran after a Ctrl-C"
-    with t.case("it keeps run_command's name and signature, so the schema still fits"):
+    with t.case("it keeps run_command's name and signature, so the schema still fits",
+                "保留 run_command 的名字和签名，所以 Schema 仍然对得上"):
         tools, registry = sandbox.sandbox_tools(root, ("execute",))
         wrapped = gated(registry["run_command"], _person())
         assert getattr(wrapped, "__name__", None) == "run_command", "its name is not run_command"
         agent.check_tools(tools, {"run_command": wrapped})
-    with t.case("through the agent, a no is a tool result the model reads, and the run goes on"):
+    with t.case("through the agent, a no is a tool result the model reads, and the run goes on",
+                "经由智能体时，no 是模型读到的一条工具结果，运行继续"):
         tools, registry = sandbox.sandbox_tools(root, ("execute",))
         registry = {"run_command": gated(registry["run_command"], _person("n", "y"))}
         bot = Agent(ScriptedClient([tool_call("run_command", command="touch no.txt"),
@@ -359,7 +382,8 @@ def _(t, gated):
         assert bot.stop_reason == "done", f"the run ended with {bot.stop_reason}"
         assert "error" in bot.messages[3]["content"], bot.messages[3]["content"]
         assert not (root / "no.txt").exists() and (root / "yes.txt").exists()
-    with t.case("through the agent, Ctrl-C at the question stops the run, its call answered"):
+    with t.case("through the agent, Ctrl-C at the question stops the run, its call answered",
+                "经由智能体时，提问时按 Ctrl-C 会停止运行，那次调用也有回答"):
         tools, registry = sandbox.sandbox_tools(root, ("execute",))
         registry = {"run_command": gated(registry["run_command"], _person(KeyboardInterrupt()))}
         bot = Agent(ScriptedClient([tool_call("run_command", command="touch stop.txt"),
@@ -400,17 +424,22 @@ def _escapes(command: str, folder: Path) -> str:
             "process had left the group? see the hint)")
 
 
-@course.exercise("05.7", "another way out of the process group, every time")
+@course.exercise("05.7", "another way out of the process group, every time",
+                         "另一条逃出进程组的路，每次都成功")
 def _(t, way_out):
     command = way_out()
     t.expect(isinstance(command, str) and command.strip(), "way_out() returns a command",
+                                                           "way_out() 返回一条命令",
              detail=f"it returned {command!r}")
     t.expect("set -m" not in str(command) and "monitor" not in str(command),
              "it does not use set -m (the notebook's way out, which always wins)",
+             "不用 set -m（笔记本里的那条路，总能成功）",
              detail="use one that leaves the group only once it runs: timeout, setsid, or a "
                     "program that calls setpgid")
     with t.case(f"{RUNS} runs in a row: each time a process has left the group before the "
-                "kill, outlives it, and writes escaped.txt after go appears"):
+                "kill, outlives it, and writes escaped.txt after go appears",
+                f"连续 {RUNS} 次运行：每次都有进程在杀掉进程组之前离开进程组，没有被杀死，"
+                "并在 go 出现之后写下 escaped.txt"):
         for run in range(1, RUNS + 1):  # stops at the first failure: a wrong answer is quick
             problem = _escapes(str(command), Path(os.path.realpath(f"run-{run}")))
             assert not problem, f"run {run} of {RUNS}: {problem}"

@@ -29,7 +29,8 @@ def typing(answer):
     return mock.patch("builtins.input", **effect)
 
 
-@course.exercise("06.1", "approve with your own changes (ask_or_edit)")
+@course.exercise("06.1", "approve with your own changes (ask_or_edit)",
+                         "批准时加上你自己的修改（ask_or_edit）")
 def _(t, ask_or_edit):
     proposed = GREET.replace("Hello", "Hi")
     diff = flow.make_diff("greet.py", GREET, proposed)
@@ -39,7 +40,8 @@ def _(t, ask_or_edit):
         given.append(text)
         return text.replace("Hi", "Hey")
 
-    with t.case('typing "e" writes the person\'s version, and the model is told what changed'):
+    with t.case('typing "e" writes the person\'s version, and the model is told what changed',
+                "输入 \"e\" 写入人改过的版本，并告诉模型改了什么"):
         Path("greet.py").write_text(GREET, encoding="utf-8")
         _, registry = flow.approval_tools(ask_or_edit(editor))
         registry["read_file"]("greet.py")
@@ -50,12 +52,13 @@ def _(t, ask_or_edit):
         assert given == [proposed], "the editor should get the whole proposed text, once"
         assert "changed_by_person" in result, f"the result was {result}"
 
-    with t.case("the diff is shown before the question"):
+    with t.case("the diff is shown before the question", "提问之前先显示 diff"):
         with typing("n"):
             _, printed = quietly(ask_or_edit(editor), "greet.py", diff)
         assert '+    return f"Hi, {name}!"' in printed, "the diff was not printed"
 
-    with t.case("y and yes approve the model's version, without opening the editor"):
+    with t.case("y and yes approve the model's version, without opening the editor",
+                "y 和 yes 批准模型的版本，不打开编辑器"):
         given.clear()
         for typed in ("y", "yes"):
             with typing(typed):
@@ -65,7 +68,8 @@ def _(t, ask_or_edit):
             assert decision.rewrite is None, f"{typed!r} should approve the text as it is"
         assert given == [], "the editor was opened"
 
-    with t.case('n and Enter reject with "the person said no"; other words are the reason'):
+    with t.case('n and Enter reject with "the person said no"; other words are the reason',
+                "n 和回车以 \"the person said no\" 拒绝；输入别的话，就把这些话当作理由"):
         for typed, reason in (("n", "the person said no"), ("", "the person said no"),
                               ("use pathlib", "use pathlib")):
             with typing(typed):
@@ -74,12 +78,13 @@ def _(t, ask_or_edit):
             assert not decision.approved, f"{typed!r} approved"
             assert decision.reason == reason, f"{typed!r} gave the reason {decision.reason!r}"
 
-    with t.case("Ctrl-D rejects"):
+    with t.case("Ctrl-D rejects", "Ctrl-D 表示拒绝"):
         with typing(EOFError):
             decision, _ = quietly(ask_or_edit(editor), "greet.py", diff)
         assert not flow.as_decision(decision).approved, "EOFError (Ctrl-D) approved"
 
-    with t.case("Ctrl-C is no answer: it stops the run (KeyboardInterrupt goes on)"):
+    with t.case("Ctrl-C is no answer: it stops the run (KeyboardInterrupt goes on)",
+                "Ctrl-C 不是回答：运行就此停止（KeyboardInterrupt 继续往上抛）"):
         stopped = False
         with typing(KeyboardInterrupt):
             try:
@@ -89,7 +94,7 @@ def _(t, ask_or_edit):
         assert stopped, "Ctrl-C was turned into an answer, so the run would go on"
 
 
-@course.exercise("06.2", "approve once per file (remember)")
+@course.exercise("06.2", "approve once per file (remember)", "每个文件只批准一次（remember）")
 def _(t, remember):
     asked = []
 
@@ -98,38 +103,42 @@ def _(t, remember):
         return flow.reject("not b") if path == "b.txt" else flow.APPROVE
 
     policy = remember(person)
-    with t.case("the first edit of a path asks the inner policy"):
+    with t.case("the first edit of a path asks the inner policy",
+                "对一个路径的第一次编辑，询问内层策略"):
         decision = flow.as_decision(policy("a.txt", "diff 1"))
         assert decision.approved and asked == ["a.txt"], f"asked about {asked}"
 
-    with t.case("a later edit of an approved path is approved without asking"):
+    with t.case("a later edit of an approved path is approved without asking",
+                "对已批准路径的后续编辑，不再询问，直接批准"):
         decision = flow.as_decision(policy("a.txt", "diff 2"))
         assert decision.approved, "the second edit of a.txt was not approved"
         assert asked == ["a.txt"], f"the inner policy was asked again: {asked}"
 
-    with t.case("another path is asked about"):
+    with t.case("another path is asked about", "换一个路径，就要再问"):
         policy("c.txt", "diff 3")
         assert asked == ["a.txt", "c.txt"], f"asked about {asked}"
 
-    with t.case("a rejection keeps its reason and is not remembered"):
+    with t.case("a rejection keeps its reason and is not remembered", "拒绝保留理由，而且不被记住"):
         for _ in range(2):
             decision = flow.as_decision(policy("b.txt", "diff 4"))
             assert not decision.approved and decision.reason == "not b", f"got {decision}"
         assert asked.count("b.txt") == 2, "a rejected path was not asked again"
 
-    with t.case("an inner policy may answer True/False, as any policy may"):
+    with t.case("an inner policy may answer True/False, as any policy may",
+                "内层策略可以回答 True/False，任何策略都可以"):
         answers = iter([False, True])
         yes_no = remember(lambda path, diff: next(answers))
         assert not flow.as_decision(yes_no("x.txt", "")).approved
         assert flow.as_decision(yes_no("x.txt", "")).approved
         assert flow.as_decision(yes_no("x.txt", "")).approved, "True was not remembered"
 
-    with t.case("each remember() has a memory of its own"):
+    with t.case("each remember() has a memory of its own", "每个 remember() 有自己的记忆"):
         other = []
         remember(lambda path, diff: other.append(path) or flow.APPROVE)("a.txt", "")
         assert other == ["a.txt"], "a new remember() did not ask about a.txt"
 
-    with t.case("in the flow: two edits of one file, the person asked once"):
+    with t.case("in the flow: two edits of one file, the person asked once",
+                "在流程里：同一个文件编辑两次，只问人一次"):
         asked.clear()
         _, registry = flow.approval_tools(remember(person))
         registry["edit_file"]("a.txt", "", "1\n")
@@ -147,7 +156,8 @@ def refused(call, *args) -> str:
     raise AssertionError("the edit was written, but the file had changed since it was read")
 
 
-@course.exercise("06.3", "show the model the conflict (conflict_tools)")
+@course.exercise("06.3", "show the model the conflict (conflict_tools)",
+                         "把冲突给模型看（conflict_tools）")
 def _(t, conflict_tools):
     def stale_setup(read_as="notes.txt"):
         Path("notes.txt").write_text("one\ntwo\n", encoding="utf-8")
@@ -156,7 +166,7 @@ def _(t, conflict_tools):
         Path("notes.txt").write_text("one\nTWO\n", encoding="utf-8")  # a colleague's change
         return registry
 
-    with t.case("a read and an edit still work"):
+    with t.case("a read and an edit still work", "读取和编辑仍然可以"):
         Path("a.txt").write_text("a\n", encoding="utf-8")
         tools, registry = conflict_tools(flow.approve_all)
         assert {"read_file", "edit_file"} <= set(registry), "read_file or edit_file is missing"
@@ -164,36 +174,42 @@ def _(t, conflict_tools):
         registry["edit_file"]("a.txt", "a", "b")
         assert Path("a.txt").read_text(encoding="utf-8") == "b\n"
 
-    with t.case("a stale edit is refused, nothing is written, and it says to read again"):
+    with t.case("a stale edit is refused, nothing is written, and it says to read again",
+                "过时的编辑被拒绝，什么也不写，并提示重新读"):
         registry = stale_setup()
         message = refused(registry["edit_file"], "notes.txt", "one", "1")
         assert "changed since you read it" in message, f"the error says {message!r}"
         assert Path("notes.txt").read_text(encoding="utf-8") == "one\nTWO\n"
 
-    with t.case("the error holds the diff from what the model read to what is on disk now"):
+    with t.case("the error holds the diff from what the model read to what is on disk now",
+                "错误里有一份 diff：从模型读到的内容，到磁盘上现在的内容"):
         registry = stale_setup()
         message = refused(registry["edit_file"], "notes.txt", "one", "1")
         assert flow.make_diff("notes.txt", "one\ntwo\n", "one\nTWO\n") in message, \
             "no diff (or one the wrong way round: it goes from the text read to the text now)"
 
-    with t.case("the diff is found when the file was read as ./notes.txt"):
+    with t.case("the diff is found when the file was read as ./notes.txt",
+                "文件以 ./notes.txt 读入时，也能找到这份 diff"):
         registry = stale_setup(read_as="./notes.txt")
         message = refused(registry["edit_file"], "notes.txt", "one", "1")
         assert "+TWO" in message, "keep the text by the result's path, the real name"
 
-    with t.case("after the diff, the edit goes through without reading again"):
+    with t.case("after the diff, the edit goes through without reading again",
+                "看过 diff 之后，不用重新读，编辑就能通过"):
         registry = stale_setup()
         refused(registry["edit_file"], "notes.txt", "one", "1")
         registry["edit_file"]("notes.txt", "one", "1")
         assert Path("notes.txt").read_text(encoding="utf-8") == "1\nTWO\n"
 
-    with t.case("a file never read is still refused with 'read it first', no diff"):
+    with t.case("a file never read is still refused with 'read it first', no diff",
+                "从没读过的文件仍以 'read it first' 拒绝，没有 diff"):
         Path("other.txt").write_text("x\n", encoding="utf-8")
         _, registry = conflict_tools(flow.approve_all)
         message = refused(registry["edit_file"], "other.txt", "", "y\n")
         assert "read it first" in message and "@@" not in message, f"got {message!r}"
 
-    with t.case("and it stays refused on a second try: nothing was read behind the model's back"):
+    with t.case("and it stays refused on a second try: nothing was read behind the model's back",
+                "再试一次也仍被拒绝：没有背着模型替它读过文件"):
         Path("other.txt").write_text("x\n", encoding="utf-8")
         _, registry = conflict_tools(flow.approve_all)
         refused(registry["edit_file"], "other.txt", "", "y\n")
@@ -206,7 +222,7 @@ def _(t, conflict_tools):
         assert Path("other.txt").read_text(encoding="utf-8") == "x\n", "other.txt changed"
 
     with t.case("the model's own write counts as what it saw: the diff shows only the change"
-                " since"):
+                " since", "模型自己写入的内容，算作模型看到的：diff 只显示那之后的变化"):
         Path("notes.txt").write_text("one\ntwo\n", encoding="utf-8")
         _, registry = conflict_tools(flow.approve_all)
         registry["read_file"]("notes.txt")
@@ -217,7 +233,7 @@ def _(t, conflict_tools):
             ("the diff should go from the text the model last saw (after its own edit) to the "
              f"text now; the error says {message!r}")
 
-    with t.case("the model reads the diff in its tool result"):
+    with t.case("the model reads the diff in its tool result", "模型在工具结果里读到这份 diff"):
         Path("notes.txt").write_text("one\ntwo\n", encoding="utf-8")
 
         def colleague_then_model(messages):
@@ -236,7 +252,8 @@ def _(t, conflict_tools):
         assert json.loads(results[2]).get("action") == "edited", f"then: {results[2]}"
 
 
-@course.exercise("06.5", "an audit log of every edit (audit_log)")
+@course.exercise("06.5", "an audit log of every edit (audit_log)",
+                         "记下每次编辑的审计日志（audit_log）")
 def _(t, audit_log):
     def run(log, script, answers):
         Path("a.txt").write_text("a\n", encoding="utf-8")
@@ -255,7 +272,8 @@ def _(t, audit_log):
     expected = ["call_2\ta.txt\twritten", "call_3\tb.txt\trejected: not that one",
                 "call_4\tc.txt\tstale", "call_5\ta.txt\tfailed"]
     lines = []
-    with t.case("one line per edit_file call, none for read_file"):
+    with t.case("one line per edit_file call, none for read_file",
+                "每个 edit_file 调用一行，read_file 没有"):
         run("edits.log", script, [flow.APPROVE, flow.reject("not that one")])
         lines = Path("edits.log").read_text(encoding="utf-8").split("\n")
         assert lines[-1] == "", "every line ends with a newline"
@@ -263,9 +281,11 @@ def _(t, audit_log):
         assert len(lines) == 4, f"{len(lines)} lines: {lines}"
     for want in expected:
         outcome = want.split("\t")[2].split(":")[0]
-        with t.case(f"a {outcome} edit: {want!r}"):
+        with t.case(f"a {outcome} edit: {want!r}",
+                    f"一次 {outcome} 的编辑：{want!r}"):
             assert want in lines, f"no such line; the lines are {lines}"
-    with t.case("a path or a reason holding a tab and a newline cannot forge a line"):
+    with t.case("a path or a reason holding a tab and a newline cannot forge a line",
+                "含有制表符和换行符的路径或理由，伪造不出一行"):
         forged = "x.txt\tstale\ncall_9\tsecrets.txt"
         run("forged.log", [tool_call("edit_file", path=forged, old_str="", new_str="x\n"),
                            reply("done")], [flow.reject("not now\ncall_8\tpasswd\twritten")])
@@ -275,7 +295,8 @@ def _(t, audit_log):
         fields = written[0].split("\t")
         assert len(fields) == 3 and fields[0] == "call_1", f"the line's fields are {fields}"
         assert fields[2].startswith("rejected: not now"), f"the outcome is {fields[2]!r}"
-    with t.case("a second run appends and keeps the first run's lines"):
+    with t.case("a second run appends and keeps the first run's lines",
+                "第二次运行追加写入，保留第一次运行的行"):
         run("edits.log", [tool_call("edit_file", path="d.txt", old_str="", new_str="d\n"),
                           reply("done")], [flow.APPROVE])
         again = Path("edits.log").read_text(encoding="utf-8").split("\n")[:-1]

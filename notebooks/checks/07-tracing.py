@@ -60,24 +60,27 @@ def looks(n):
     return [tool_call("list_files", path=f"folder-{i}") for i in range(1, n + 1)]
 
 
-@course.exercise("07.1", "a budget guard that stops a run which costs too much")
+@course.exercise("07.1", "a budget guard that stops a run which costs too much",
+                         "一道预算护栏：花费太多时停止运行")
 def _(t, budget_guard):
-    with t.case("a run within its budget ends as usual"):
+    with t.case("a run within its budget ends as usual", "预算以内的运行照常结束"):
         bot, ran, raised = budget_run(budget_guard(2.5, BUDGET_PRICES), [*looks(1), reply("ok")])
         assert raised is None, f"it raised {raised!r} after two calls costing $1 each"
         assert bot.stop_reason == "done", f"stop_reason is {bot.stop_reason!r}"
-    with t.case("a run that passes its budget stops at the model call that passed it"):
+    with t.case("a run that passes its budget stops at the model call that passed it",
+                "超出预算的运行，停在超出预算的那次模型调用"):
         bot, ran, raised = budget_run(budget_guard(2.5, BUDGET_PRICES), [*looks(5), reply("ok")])
         asked = len(bot.client.requests)
         assert raised is not None, "the run cost $6 against a budget of $2.50 and did not stop"
         assert bot.stop_reason == "error", f"stop_reason is {bot.stop_reason!r}, not 'error'"
         assert asked == 3, f"the model was called {asked} times; the third call passed $2.50"
-    with t.case("the tools of the call that passed the budget do not run"):
+    with t.case("the tools of the call that passed the budget do not run",
+                "超出预算的那次调用，其中的工具不运行"):
         bot, ran, raised = budget_run(budget_guard(2.5, BUDGET_PRICES), [*looks(5), reply("ok")])
         assert ran == ["folder-1", "folder-2"], (
             f"tools ran for {ran}: raise when the usage arrives (the assistant's "
             "message_end), not after its tools")
-    with t.case("every run starts again at zero"):
+    with t.case("every run starts again at zero", "每次运行都从零开始算"):
         guard = budget_guard(2.5, BUDGET_PRICES)
         bot = Agent(with_usage(ScriptedClient([*looks(1), reply("one"), *looks(1), reply("two")]),
                                USAGE), "budget-test", on_event=guard)
@@ -87,12 +90,13 @@ def _(t, budget_guard):
         except Exception:
             raise AssertionError("the second run was stopped: the guard still counted the "
                                  "first run's cost (agent_start begins a new run)") from None
-    with t.case("completion tokens are paid for too"):
+    with t.case("completion tokens are paid for too", "输出的 token 也要付费"):
         guard = budget_guard(1.5, {"budget-test": (0.0, 8_000.0)})  # only output costs: $1
         bot, ran, raised = budget_run(guard, [*looks(3), reply("ok")])
         assert raised is not None and len(bot.client.requests) == 2, (
             "with output at $8 per million tokens, the second call passed $1.50")
-    with t.case("a response without usage costs nothing and breaks nothing"):
+    with t.case("a response without usage costs nothing and breaks nothing",
+                "没有 usage 的响应不花钱，也不出错"):
         bot, ran, raised = budget_run(budget_guard(0.5, BUDGET_PRICES), [*looks(2), reply("ok")],
                                       usage=None)
         assert raised is None, f"it raised {raised!r} on a response with usage None"
@@ -107,14 +111,16 @@ def dollars(prompt, cached, completion, price):
     return ((prompt - cached) * price[0] + cached * price[1] + completion * price[2]) / 1e6
 
 
-@course.exercise("07.2", "cost with cached prompt tokens")
+@course.exercise("07.2", "cost with cached prompt tokens", "算上已缓存的提示词 token 的成本")
 def _(t, cached_cost):
     plain = {"prompt_tokens": 1_000, "completion_tokens": 100}
-    with t.case("without cached tokens it is the lesson's cost"):
+    with t.case("without cached tokens it is the lesson's cost",
+                "没有已缓存的 token 时，就是课上的成本"):
         got = cached_cost("model-a", plain, CACHED)
         assert got is not None and abs(got - dollars(1_000, 0, 100, CACHED["model-a"])) < 1e-12, \
             f"got {got} for 1,000 tokens in and 100 out"
-    with t.case("cached tokens are part of prompt_tokens, billed at the cached price"):
+    with t.case("cached tokens are part of prompt_tokens, billed at the cached price",
+                "已缓存的 token 是 prompt_tokens 的一部分，按缓存价格计费"):
         usage = {**plain, "prompt_tokens_details": {"cached_tokens": 800}}
         got, want = cached_cost("model-a", usage, CACHED), dollars(1_000, 800, 100,
                                                                    CACHED["model-a"])
@@ -122,18 +128,20 @@ def _(t, cached_cost):
         assert got is not None and abs(got - want) < 1e-12, (
             f"got {got}, want {want}" + (" (the cached tokens were added on top of the "
                                          "prompt)" if got and abs(got - on_top) < 1e-12 else ""))
-    with t.case("the price table given is the one used"):
+    with t.case("the price table given is the one used", "用的是传入的价格表"):
         usage = {**plain, "prompt_tokens_details": {"cached_tokens": 500}}
         got, want = cached_cost("model-b", usage, CACHED), dollars(1_000, 500, 100,
                                                                    CACHED["model-b"])
         assert got is not None and abs(got - want) < 1e-12, f"got {got}, want {want}"
-    with t.case("details that are missing or null mean nothing was cached"):
+    with t.case("details that are missing or null mean nothing was cached",
+                "细节缺失或为 null，表示没有缓存"):
         want = dollars(1_000, 0, 100, CACHED["model-a"])
         for details in (None, {}, {"cached_tokens": None}, {"audio_tokens": 0}):
             got = cached_cost("model-a", {**plain, "prompt_tokens_details": details}, CACHED)
             assert got is not None and abs(got - want) < 1e-12, \
                 f"prompt_tokens_details={details!r} gave {got}"
-    with t.case("a model that has no price costs None, not a wrong number"):
+    with t.case("a model that has no price costs None, not a wrong number",
+                "没有价格的模型，成本是 None，而不是一个错误的数字"):
         got = cached_cost("not-in-the-table", plain, CACHED)
         assert got is None, f"got {got!r}"
 
@@ -188,32 +196,36 @@ def lanes(text, width):
     return model, tools
 
 
-@course.exercise("07.3", "a text timeline for a terminal")
+@course.exercise("07.3", "a text timeline for a terminal", "给终端用的文本时间线")
 def _(t, text_timeline):
     # model 0-2 s, a failing tool 2-3 s, model 3-5 s, a tool 5-6 s, model 6-10 s
     run = timed_run([tool_call("read_file", path="missing.txt"),
                      tool_call("list_files", path="."), reply("done")],
                     tool_seconds=[1, 1], model_seconds=[2, 2, 4])
-    with t.case("two lines, 'model ' and 'tools ', each then exactly width characters"):
+    with t.case("two lines, 'model ' and 'tools ', each then exactly width characters",
+                "两行，分别以 'model ' 和 'tools ' 开头，后面各恰好 width 个字符"):
         lanes(text_timeline(run, width=20), 20)
         lanes(text_timeline(run, width=50), 50)
         lanes(text_timeline(run), 60)
-    with t.case("each model call is drawn where it ran, and nothing else in its lane"):
+    with t.case("each model call is drawn where it ran, and nothing else in its lane",
+                "每次模型调用画在运行的位置，所在的那一行没有别的东西"):
         model, _ = lanes(text_timeline(run, width=20), 20)  # one column is half a second
         assert [model[c] for c in (1, 7, 15)] == ["█"] * 3, f"model lane: {model!r}"
         assert model[5] == model[11] == " ", f"model lane: {model!r} (tools ran at 2.5 s and 5.5 s)"
         assert set(model) <= {"█", " "}, f"model lane: {model!r}"
-    with t.case("each tool is drawn where it ran, a failed one as x"):
+    with t.case("each tool is drawn where it ran, a failed one as x",
+                "每个工具画在运行的位置，失败的画成 x"):
         _, tools = lanes(text_timeline(run, width=20), 20)
         assert tools[5] == "x" and tools[11] == "▌", f"tools lane: {tools!r}"
         assert tools[1] == tools[15] == " ", f"tools lane: {tools!r} (the model ran at 0.5 s "
         "and 7.5 s)"
-    with t.case("even a very short tool call shows"):
+    with t.case("even a very short tool call shows", "很短的工具调用也能看到"):
         short = timed_run([tool_call("list_files", path="."), reply("ok")],
                           tool_seconds=[0.001], model_seconds=[4.3, 5.7])
         model, tools = lanes(text_timeline(short, width=20), 20)
         assert "▌" in tools, f"a 1 ms tool call in a 10 s run vanished: {tools!r}"
-    with t.case("a model call that failed (and never closed) is drawn as x"):
+    with t.case("a model call that failed (and never closed) is drawn as x",
+                "失败（而且没有结束）的模型调用画成 x"):
         failed = timed_run([tool_call("list_files", path=".")], tool_seconds=[1],
                            model_seconds=[2, 7], fail_last=True)
         model, _ = lanes(text_timeline(failed, width=20), 20)
@@ -288,17 +300,19 @@ def failed_an_assert(raised, change: str) -> None:
         f"your test raised {said(raised)} instead of failing an assert")
 
 
-@course.exercise("07.4", "a replay test that passes, and fails when the host changes")
+@course.exercise("07.4", "a replay test that passes, and fails when the host changes",
+                         "一个回放测试：平时通过，宿主一变就失败")
 def _(t, test_replay):
     records = recording()
-    with t.case("your test passes when nothing changed"):
+    with t.case("your test passes when nothing changed", "什么都没变时，你的测试通过"):
         raised = run_test(test_replay, records)
         assert raised is None, (f"it failed on the unchanged tools: {said(raised)} (does the "
                                 "replay start in a folder made by make_fixture?)")
-    with t.case("it fails when list_files hides dotfiles"):
+    with t.case("it fails when list_files hides dotfiles", "list_files 隐藏点文件时，测试失败"):
         failed_an_assert(run_test(test_replay, records, {"list_files": hiding_dotfiles}),
                          "list_files hid .gitignore and .env.example")
-    with t.case("it fails when read_file strips trailing whitespace"):
+    with t.case("it fails when read_file strips trailing whitespace",
+                "read_file 去掉行尾空白时，测试失败"):
         failed_an_assert(run_test(test_replay, records, {"read_file": stripping}),
                          "read_file dropped the last newline")
 
@@ -323,37 +337,41 @@ def replayed_with(records, **options) -> Agent:
         os.chdir(before)
 
 
-@course.exercise("07.5", "agent_start records the system prompt and the tools")
+@course.exercise("07.5", "agent_start records the system prompt and the tools",
+                         "agent_start 记下系统提示词和工具")
 def _(t, setup_of, SetupAgent, setup_differences):
     tracer = tracing.Tracer("traces")
     bot = SetupAgent(ScriptedClient([tool_call("list_files", path="."), reply("ok")]),
                      "scripted-demo", on_event=tracer)
     bot.chat("look")
     records = tracing.load_trace(tracer.paths[0])
-    with t.case("setup_of gives a SHA-256 of the system prompt and the sorted tool names"):
+    with t.case("setup_of gives a SHA-256 of the system prompt and the sorted tool names",
+                "setup_of 给出系统提示词的 SHA-256 和排好序的工具名"):
         want = expected_setup(agent.SYSTEM_PROMPT, agent.TOOLS)
         assert setup_of(bot) == want, f"setup_of(bot) is {setup_of(bot)!r}, want {want!r}"
         other = Agent(ScriptedClient([]), "m", system_prompt="Be brief.", tools=agent.TOOLS[:1])
         assert setup_of(other) == expected_setup("Be brief.", agent.TOOLS[:1]), \
             f"for another prompt and tools it gave {setup_of(other)!r}"
-    with t.case("agent_start in the trace carries it as setup"):
+    with t.case("agent_start in the trace carries it as setup",
+                "Trace 里的 agent_start 把这些作为 setup 带上"):
         start = records[0]
         assert start["type"] == "agent_start", f"the first record is {start['type']}"
         assert start.get("setup") == setup_of(bot), f"agent_start is {json.dumps(start)}"
-    with t.case("every other event still reaches the handler"):
+    with t.case("every other event still reaches the handler", "其他每个事件仍然送到处理函数"):
         plain = []
         Agent(ScriptedClient([tool_call("list_files", path="."), reply("ok")]), "scripted-demo",
               on_event=lambda event: plain.append(event["type"])).chat("look")
         seen = [r["type"] for r in records]
         assert seen == plain, f"the handler got {seen}, where a plain Agent sends {plain}"
-    with t.case("a replay with the same prompt and tools finds no difference"):
+    with t.case("a replay with the same prompt and tools finds no difference",
+                "提示词和工具都相同的回放，找不到差异"):
         found = setup_differences(records, replayed_with(records))
         assert found == [], f"it found {found}"
-    with t.case("a changed system prompt is reported"):
+    with t.case("a changed system prompt is reported", "系统提示词改了，会报告出来"):
         found = setup_differences(records, replayed_with(
             records, system_prompt=agent.SYSTEM_PROMPT + "\nAnswer in French."))
         assert len(found) == 1 and "prompt" in found[0].lower(), f"it found {found}"
-    with t.case("a tool removed or added is named"):
+    with t.case("a tool removed or added is named", "删掉或加上的工具会被点名"):
         fewer = setup_differences(records, replayed_with(records, tools=agent.TOOLS[:2]))
         assert any("edit_file" in line for line in fewer), f"edit_file removed: it found {fewer}"
         extra = [*agent.TOOLS, agent.schema(agent.occurrences, "Count.", text="t", part="p")]
@@ -361,7 +379,8 @@ def _(t, setup_of, SetupAgent, setup_differences):
         assert any("occurrences" in line for line in more), f"occurrences added: found {more}"
         assert not any("prompt" in line.lower() for line in fewer + more), \
             "the system prompt did not change, but a difference says it did"
-    with t.case("a trace that has no setup says so, instead of finding nothing"):
+    with t.case("a trace that has no setup says so, instead of finding nothing",
+                "没有 setup 的 Trace 会说明这一点，而不是说什么也没找到"):
         old = [{k: v for k, v in r.items() if k != "setup"} for r in records]
         found = setup_differences(old, replayed_with(records))
         assert found and all(isinstance(line, str) for line in found), (

@@ -19,66 +19,79 @@ def refused(parse, text) -> bool:
     return False
 
 
-@course.exercise("08.1", 'accept a call without "type"')
+@course.exercise("08.1", 'accept a call without "type"', "接受没有 \"type\" 的调用")
 def _(t, parse_loose):
-    with t.case('{"name": ..., "arguments": ...} with no "type" is a call_tool action'):
+    with t.case('{"name": ..., "arguments": ...} with no "type" is a call_tool action',
+                "没有 \"type\" 的 {\"name\": ..., \"arguments\": ...} 是一个 call_tool 动作"):
         found = parse_loose(CALL_WITHOUT_TYPE)
         assert (found["type"], found["name"], found["arguments"]) == \
             ("call_tool", "read_file", {"path": "a.txt"}), f"got {found}"
-    with t.case('a note tells the model to add "type"'):
+    with t.case('a note tells the model to add "type"', "附一条说明，告诉模型加上 \"type\""):
         notes = parse_loose(CALL_WITHOUT_TYPE)["notes"]
         assert any("type" in note for note in notes), f"the notes are {notes}"
-    with t.case("it is found in prose and in a code fence too"):
+    with t.case("it is found in prose and in a code fence too", "夹在文字里、放在代码块里也能找到"):
         found = parse_loose(f"I will read it:\n```json\n{CALL_WITHOUT_TYPE}\n```\nOK?")
         assert found["name"] == "read_file", f"got {found}"
-    with t.case('"arguments" given as a JSON string still works'):
+    with t.case('"arguments" given as a JSON string still works',
+                "\"arguments\" 写成 JSON 字符串时仍然可以"):
         found = parse_loose('{"name": "list_files", "arguments": "{}"}')
         assert (found["name"], found["arguments"]) == ("list_files", {}), f"got {found}"
-    with t.case("a valid action comes out exactly as parse_action makes it"):
+    with t.case("a valid action comes out exactly as parse_action makes it",
+                "有效的动作，结果和 parse_action 给出的完全一样"):
         assert parse_loose(FINISH) == text_actions.parse_action(FINISH), \
             f"got {parse_loose(FINISH)}"
-    with t.case("no JSON, and an object with neither type nor name, are still refused"):
+    with t.case("no JSON, and an object with neither type nor name, are still refused",
+                "没有 JSON，或者对象既没有 type 也没有 name，仍然拒绝"):
         assert refused(parse_loose, "Sure, I will read it."), "plain text was accepted"
         assert refused(parse_loose, '{"arguments": {"path": "a.txt"}}'), \
             "an object with no name became an action"
-    with t.case('an explicit unknown "type" is still refused, even with a "name"'):
+    with t.case('an explicit unknown "type" is still refused, even with a "name"',
+                "明确写出的未知 \"type\" 仍然拒绝，即使带着 \"name\""):
         assert refused(parse_loose, '{"type": "run", "name": "read_file"}'), \
             '{"type": "run", ...} became an action'
 
 
-@course.exercise("08.2", "repair Python-style single quotes where that is exact")
+@course.exercise("08.2", "repair Python-style single quotes where that is exact",
+                         "在不会出错的地方，修好 Python 风格的单引号")
 def _(t, parse_python_style):
-    with t.case("{'type': 'finish', 'output': 'ok'} is a finish, with a note"):
+    with t.case("{'type': 'finish', 'output': 'ok'} is a finish, with a note",
+                "{'type': 'finish', 'output': 'ok'} 是一个 finish，附一条说明"):
         found = parse_python_style("{'type': 'finish', 'output': 'ok'}")
         assert (found["type"], found["output"]) == ("finish", "ok"), f"got {found}"
         assert found["notes"], "no note tells the model to use double quotes"
-    with t.case("a Python-style call inside prose is found"):
+    with t.case("a Python-style call inside prose is found", "夹在文字里的 Python 风格调用能找到"):
         found = parse_python_style("Sure: {'type': 'call_tool', 'name': 'read_file', "
                                    "'arguments': {'path': 'a.txt'}} - that's all")
         assert (found["name"], found["arguments"]) == ("read_file", {"path": "a.txt"}), \
             f"got {found}"
-    with t.case("double quotes inside a single-quoted string are kept"):
+    with t.case("double quotes inside a single-quoted string are kept",
+                "单引号字符串里的双引号保持不变"):
         found = parse_python_style("{'type': 'finish', 'output': 'it is \"fine\"'}")
         assert found["output"] == 'it is "fine"', f"got {found['output']!r}"
-    with t.case("an apostrophe inside a single-quoted string is refused, not guessed"):
+    with t.case("an apostrophe inside a single-quoted string is refused, not guessed",
+                "单引号字符串里的撇号：拒绝，不去猜"):
         assert refused(parse_python_style, "{'type': 'finish', 'output': 'don't'}"), \
             "'don't' was accepted"
-    with t.case("a key given twice is refused, as parse_action refuses it"):
+    with t.case("a key given twice is refused, as parse_action refuses it",
+                "同一个键出现两次：拒绝，和 parse_action 一样"):
         assert refused(parse_python_style, "{'type': 'finish', 'output': 'a', 'output': 'b'}"), \
             "{'output': 'a', 'output': 'b'} was accepted: which output was meant is a guess"
-    with t.case("the model's text is never run as code"):
+    with t.case("the model's text is never run as code", "模型的文本从不当作代码运行"):
         sneaky = ("{'type': 'finish', 'output': "
                   "__import__('pathlib').Path('ran.txt').write_text('x')}")
         was_refused = refused(parse_python_style, sneaky)
         assert not Path("ran.txt").exists(), "the text was run: it wrote ran.txt (eval?)"
         assert was_refused, "a call in the text was accepted as an action"
-    with t.case("valid JSON comes out exactly as parse_action makes it"):
+    with t.case("valid JSON comes out exactly as parse_action makes it",
+                "有效的 JSON，结果和 parse_action 给出的完全一样"):
         assert parse_python_style(FINISH) == text_actions.parse_action(FINISH)
-    with t.case("other refusals stay: no JSON, or a call_tool without a name"):
+    with t.case("other refusals stay: no JSON, or a call_tool without a name",
+                "其他拒绝照旧：没有 JSON，或者 call_tool 没有 name"):
         assert refused(parse_python_style, "Done!"), "plain text was accepted"
         assert refused(parse_python_style, "{'type': 'call_tool'}"), \
             "a call_tool without a name was accepted"
-    with t.case("a JSON refusal that is not about quotes stays: a finish, then another action"):
+    with t.case("a JSON refusal that is not about quotes stays: a finish, then another action",
+                "与引号无关的 JSON 拒绝照旧：一个 finish 后面又跟一个动作"):
         call = to_json({"type": "call_tool", "name": "read_file", "arguments": {"path": "a.txt"}})
         quoted = f'The format is {{"type": "finish", "output": "..."}}. So: {call}'
         assert refused(parse_python_style, quoted), \
@@ -93,11 +106,12 @@ BAD = reply("I will look at it now.")
 DONE = reply(FINISH)
 
 
-@course.exercise("08.3", "count every format error of a task")
+@course.exercise("08.3", "count every format error of a task", "统计一个任务里所有的格式错误")
 def _(t, adapter_class):
     t.expect(isinstance(adapter_class, type) and issubclass(adapter_class,
                                                             text_actions.TextActions),
-             "it is a subclass of TextActions", detail=f"got {adapter_class!r}")
+             "it is a subclass of TextActions",
+             "是 TextActions 的子类", detail=f"got {adapter_class!r}")
 
     def agent_on(steps):
         client = ScriptedClient(steps)
@@ -105,19 +119,22 @@ def _(t, adapter_class):
                          on_event=None), client
 
     alternating = [BAD, action("list_files"), BAD, action("list_files"), BAD, DONE]
-    with t.case("bad, good, bad, good, bad: the third bad reply stops the task, validly"):
+    with t.case("bad, good, bad, good, bad: the third bad reply stops the task, validly",
+                "坏、好、坏、好、坏：第三个坏回复停止任务，消息历史仍然有效"):
         bot, client = agent_on(alternating + [BAD, BAD, DONE])
         bot.chat("look")
         assert bot.stop_reason == "format_errors", f"stop_reason is {bot.stop_reason!r}"
         assert len(client.requests) == 5, f"{len(client.requests)} requests, not 5"
         assert pairing_problem(bot.messages) is None, pairing_problem(bot.messages)
-    with t.case("a new task counts from zero: two bad replies there do not stop it"):
+    with t.case("a new task counts from zero: two bad replies there do not stop it",
+                "新任务从零开始数：那里的两个坏回复不会停止任务"):
         bot.chat("look again")
         assert bot.stop_reason == "done", f"stop_reason is {bot.stop_reason!r}"
-    with t.case("two bad replies and a finish: the task ends done"):
+    with t.case("two bad replies and a finish: the task ends done",
+                "两个坏回复，再加一个 finish：任务以 done 结束"):
         bot, _ = agent_on([BAD, action("list_files"), BAD, DONE])
         assert bot.chat("look") == "ok" and bot.stop_reason == "done", bot.stop_reason
-    with t.case("a task with no format error counts 0"):
+    with t.case("a task with no format error counts 0", "没有格式错误的任务，计数为 0"):
         adapter = adapter_class(ScriptedClient([]))
         history = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
         assert adapter.format_errors(history) == 0, f"got {adapter.format_errors(history)}"

@@ -32,30 +32,36 @@ def read(path):
     return ("read_file", {"path": path})
 
 
-@course.exercise("10.1", "writes to different files run together, writes to one file do not")
+@course.exercise("10.1", "writes to different files run together, writes to one file do not",
+                         "写不同文件的调用一起运行，写同一个文件的不一起")
 def _(t, ByFile):
     bot = ByFile(ScriptedClient([]), "scripted", on_event=None)
 
     def grouped(*specs):
         return ids(bot.groups(batch(*specs)))
 
-    with t.case("edit_file calls on three different files form one group"):
+    with t.case("edit_file calls on three different files form one group",
+                "对三个不同文件的 edit_file 调用组成一组"):
         found = grouped(edit("a.txt"), edit("b.txt"), edit("c.txt"))
         assert found == [[1, 2, 3]], f"the groups were {found}"
-    with t.case("a second write to the same file starts a new group, however it is spelled"):
+    with t.case("a second write to the same file starts a new group, however it is spelled",
+                "对同一个文件的第二次写入另起一组，不管路径怎么写"):
         found = grouped(edit("a.txt"), edit("a.txt"))
         assert found == [[1], [2]], f"two writes to a.txt gave {found}"
         found = grouped(edit("a.txt"), edit("./a.txt"))
         assert found == [[1], [2]], f"a.txt and ./a.txt gave {found}"
-    with t.case("a read and a write of one file never share a group, in either order"):
+    with t.case("a read and a write of one file never share a group, in either order",
+                "同一个文件的读和写从不在同一组，不论先后"):
         found = grouped(read("a.txt"), edit("a.txt"))
         assert found == [[1], [2]], f"read a.txt, then write it, gave {found}"
         found = grouped(edit("a.txt"), read("a.txt"))
         assert found == [[1], [2]], f"write a.txt, then read it, gave {found}"
-    with t.case("reads of one file share a group, and a write to another file joins them"):
+    with t.case("reads of one file share a group, and a write to another file joins them",
+                "对同一个文件的多次读取在同一组，写另一个文件的调用也可以加入"):
         found = grouped(read("a.txt"), read("a.txt"), edit("b.txt"), read("c.txt"))
         assert found == [[1, 2, 3, 4]], f"the groups were {found}"
-    with t.case("a listing of a folder never shares a group with a write inside it"):
+    with t.case("a listing of a folder never shares a group with a write inside it",
+                "列出文件夹的调用，从不和写入这个文件夹里的调用同组"):
         found = grouped(("list_files", {"path": "."}), edit("new.txt"))
         assert found == [[1], [2]], \
             f"list_files('.') and a write of new.txt gave {found}: the listing may miss new.txt"
@@ -63,16 +69,19 @@ def _(t, ByFile):
         assert found == [[1], [2]], f"a write of docs/new.txt, then list docs, gave {found}"
         found = grouped(("list_files", {}), edit("a.txt"))
         assert found == [[1], [2]], f"list_files() (the folder '.') and a write gave {found}"
-    with t.case("run_command and a tool nobody declared stay alone"):
+    with t.case("run_command and a tool nobody declared stay alone",
+                "run_command 和没人声明过的工具，单独成组"):
         found = grouped(edit("a.txt"), ("run_command", {"command": "make"}), edit("b.txt"))
         assert found == [[1], [2], [3]], f"write, run_command, write gave {found}"
         found = grouped(read("a.txt"), ("mystery", {"path": "b.txt"}), read("c.txt"))
         assert found == [[1], [2], [3]], f"read, an unknown tool, read gave {found}"
-    with t.case("a call whose arguments are not a JSON object stays alone"):
+    with t.case("a call whose arguments are not a JSON object stays alone",
+                "参数不是 JSON 对象的调用，单独成组"):
         found = grouped(edit("a.txt"), ("edit_file", "{not json"), ("edit_file", "[1, 2]"),
                         edit("b.txt"))
         assert found == [[1], [2], [3], [4]], f"the groups were {found}"
-    with t.case("every call is in exactly one group, in call order"):
+    with t.case("every call is in exactly one group, in call order",
+                "每个调用恰好在一组里，按调用顺序"):
         rng = random.Random(10)
         tools = [read("a.txt"), read("b.txt"), edit("a.txt"), edit("b.txt"), edit("c.txt"),
                  ("run_command", {"command": "ls"}), ("list_files", {"path": "."})]
@@ -80,7 +89,8 @@ def _(t, ByFile):
             calls = batch(*rng.choices(tools, k=rng.randint(1, 8)))
             flat = [call["id"] for group in bot.groups(calls) for call in group]
             assert flat == [call["id"] for call in calls], f"{flat} for {len(calls)} calls"
-    with t.case("two writes to different files really run at the same time"):
+    with t.case("two writes to different files really run at the same time",
+                "写不同文件的两个调用真的同时运行"):
         meet = threading.Barrier(2, timeout=3)  # passes only if both writes are running at once
 
         def edit_file(path: str, old_str: str, new_str: str) -> dict:
@@ -114,15 +124,17 @@ def waiting_agent(seconds):
     return bot
 
 
-@course.exercise("10.2", "a time limit for a whole run, and never for a later one")
+@course.exercise("10.2", "a time limit for a whole run, and never for a later one",
+                         "给整次运行设时限，而且从不影响之后的运行")
 def _(t, deadline):
-    with t.case("a run that ends in time is not aborted"):
+    with t.case("a run that ends in time is not aborted", "按时结束的运行不会被中止"):
         bot = parallel_and_steering.SteerableAgent(ScriptedClient([reply("quick")]), "scripted",
                                                    on_event=None)
         with deadline(bot, 5):
             bot.chat("hello")
         assert bot.stop_reason == "done", f"stop_reason was {bot.stop_reason!r}"
-    with t.case("a run still going at the deadline is aborted, at the deadline"):
+    with t.case("a run still going at the deadline is aborted, at the deadline",
+                "到了截止时间还在进行的运行被中止，就在截止时间"):
         bot = waiting_agent(10)
         started = time.monotonic()
         with deadline(bot, 0.1):
@@ -130,14 +142,16 @@ def _(t, deadline):
         took = time.monotonic() - started
         assert bot.stop_reason == "aborted", f"stop_reason was {bot.stop_reason!r}"
         assert took < 5, f"the run took {took:.1f} s with a deadline of 0.1 s"
-    with t.case("when the block has ended, nothing is left that could abort a later run"):
+    with t.case("when the block has ended, nothing is left that could abort a later run",
+                "代码块结束之后，没有留下任何能中止之后运行的东西"):
         bot = waiting_agent(0.6)
         with deadline(bot, 0.2):
             pass
         bot.chat("wait")
         assert bot.stop_reason == "done", \
             f"a later run was {bot.stop_reason!r}: the timer was still running"
-    with t.case("the same holds when the block ends with an exception"):
+    with t.case("the same holds when the block ends with an exception",
+                "代码块以异常结束时也是这样"):
         bot = waiting_agent(0.6)
         try:
             with deadline(bot, 0.2):
@@ -149,12 +163,14 @@ def _(t, deadline):
             f"a later run was {bot.stop_reason!r}: the timer outlived the failed block"
 
 
-@course.exercise("10.3", "every queued follow-up at once, steering still first")
+@course.exercise("10.3", "every queued follow-up at once, steering still first",
+                         "排队的后续任务一次全部送出，转向消息仍然在前")
 def _(t, AllAtOnce):
     def user_messages(bot):
         return [m["content"] for m in bot.messages if m["role"] == "user"]
 
-    with t.case("three queued follow-ups become one message, in order, a blank line apart"):
+    with t.case("three queued follow-ups become one message, in order, a blank line apart",
+                "排队的三个后续任务合成一条消息，顺序不变，用空行隔开"):
         bot = AllAtOnce(ScriptedClient([reply("one"), reply("all three")]), "scripted",
                         on_event=None)
         for text in ["Then a.", "Then b.", "Then c."]:
@@ -163,7 +179,8 @@ def _(t, AllAtOnce):
         found = user_messages(bot)
         assert found == ["First the task.", "Then a.\n\nThen b.\n\nThen c."], \
             f"the user messages were {found}"
-    with t.case("it is still one run: one agent_start, one agent_end"):
+    with t.case("it is still one run: one agent_start, one agent_end",
+                "仍是一次运行：一个 agent_start，一个 agent_end"):
         events = []
         bot = AllAtOnce(ScriptedClient([reply("one"), reply("both")]), "scripted",
                         on_event=events.append)
@@ -173,7 +190,8 @@ def _(t, AllAtOnce):
         kinds = [e["type"] for e in events]
         assert (kinds.count("agent_start"), kinds.count("agent_end")) == (1, 1), \
             f"{kinds.count('agent_start')} agent_start and {kinds.count('agent_end')} agent_end"
-    with t.case("steering that came too late for the last turn still comes first, alone"):
+    with t.case("steering that came too late for the last turn still comes first, alone",
+                "没赶上最后一个轮次的转向消息，仍然排在最前，单独一条"):
         bot = None
 
         def answer_and_hear_more(messages):
@@ -188,14 +206,15 @@ def _(t, AllAtOnce):
         found = user_messages(bot)
         assert found == ["task", "Wait, one correction.", "Then a.\n\nThen b."], \
             f"the user messages were {found}"
-    with t.case("with nothing queued it returns None, and taking empties the queue"):
+    with t.case("with nothing queued it returns None, and taking empties the queue",
+                "队列为空时返回 None；取走之后，队列清空"):
         bot = AllAtOnce(ScriptedClient([]), "scripted", on_event=None)
         assert bot.next_message() is None, f"with nothing queued: {bot.next_message()!r}"
         bot.follow_up("x")
         bot.follow_up("y")
         assert bot.next_message() == "x\n\ny" and bot.next_message() is None, \
             "the follow-ups were not all taken at once"
-    with t.case("a single follow-up is unchanged"):
+    with t.case("a single follow-up is unchanged", "只有一个后续任务时，保持不变"):
         bot = AllAtOnce(ScriptedClient([]), "scripted", on_event=None)
         bot.follow_up("Only this.")
         found = bot.next_message()

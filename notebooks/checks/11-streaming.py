@@ -29,7 +29,7 @@ def close(a, b):
     return abs(a - b) < 1e-9
 
 
-@course.exercise("11.1", "time to the first piece (latency)")
+@course.exercise("11.1", "time to the first piece (latency)", "到第一块内容的时间（延迟）")
 def _(t, latency):
     script = [tool_call("list_files", path="."), reply("Nothing here but me.")]
 
@@ -42,7 +42,8 @@ def _(t, latency):
         return rows, client
 
     with t.case("a streamed reply: its first piece after one chunk (0.05 s), the whole after "
-                "all its chunks"):
+                "all its chunks",
+                "流式回复：一个数据块之后（0.05 秒）出现第一块内容，全部数据块之后才完整"):
         rows, client = measure(streaming.StreamingAgent, script)
         assert len(rows) == 2, f"two model calls, so two rows; the rows are {rows}"
         turn, first, whole = rows[0]
@@ -51,7 +52,8 @@ def _(t, latency):
         expected = 0.05 * reply_chunks(client, 1)
         assert close(whole, expected), f"the whole reply took {expected:.2f} s, not {whole}"
 
-    with t.case("each call is measured from its own message_start, not from the run's start"):
+    with t.case("each call is measured from its own message_start, not from the run's start",
+                "每次调用从自己的 message_start 开始计时，而不是从运行开始"):
         rows, client = measure(streaming.StreamingAgent, script)
         turn, first, whole = rows[1]
         assert turn == 2, f"the second row should be turn 2, not {turn!r}"
@@ -60,7 +62,8 @@ def _(t, latency):
         expected = 0.05 * reply_chunks(client, 2)
         assert close(whole, expected), f"turn 2 took {expected:.2f} s, not {whole}"
 
-    with t.case("a reply that is not streamed (agent.Agent): first == whole"):
+    with t.case("a reply that is not streamed (agent.Agent): first == whole",
+                "不是流式的回复（agent.Agent）：first == whole"):
         rows, client = measure(Agent, script)
         assert [r[0] for r in rows] == [1, 2], f"the rows are {rows}"
         for (_, first, whole), n in zip(rows, (1, 2), strict=True):
@@ -69,12 +72,13 @@ def _(t, latency):
             assert close(whole, 0.05 * reply_chunks(client, n)), \
                 f"the reply took {0.05 * reply_chunks(client, n):.2f} s, not {whole}"
 
-    with t.case("an empty streamed reply, with no piece at all: first == whole"):
+    with t.case("an empty streamed reply, with no piece at all: first == whole",
+                "空的流式回复，一块内容也没有：first == whole"):
         rows, _ = measure(streaming.StreamingAgent, [reply("")])
         assert len(rows) == 1 and close(rows[0][1], rows[0][2]), f"the rows are {rows}"
 
 
-@course.exercise("11.2", "stop a stream early (stop_when)")
+@course.exercise("11.2", "stop a stream early (stop_when)", "提前停止流式输出（stop_when）")
 def _(t, stop_when, StopStream):
     def run(script, words, piece=(1, 2)):
         """Run the script with stop_when(words); return (agent, client, events, raised)."""
@@ -92,19 +96,22 @@ def _(t, stop_when, StopStream):
     dangerous = [reply("Fine so far. Then: DROP TABLE users; and more words after it, many "
                        "more words.")]
 
-    with t.case("the words, arriving split over several pieces, stop the stream early"):
+    with t.case("the words, arriving split over several pieces, stop the stream early",
+                "这些词分成几块到达，仍能提前停止流"):
         bot, client, _, raised = run(dangerous, "DROP TABLE")
         assert raised is not None, "the reply contained the words, and the run went on"
         assert client.delivered[1] < len(client.streams[1]), \
             "the whole stream was read: stop as soon as the words have arrived"
 
-    with t.case("the history stays valid: the reply was not kept, the stop reason is error"):
+    with t.case("the history stays valid: the reply was not kept, the stop reason is error",
+                "消息历史仍然有效：回复没有保留，停止原因是 error"):
         bot, _, _, _ = run(dangerous, "DROP TABLE")
         assert [m["role"] for m in bot.messages] == ["system", "user"], \
             f"the history holds {[m['role'] for m in bot.messages]}"
         assert bot.stop_reason == "error", f"the stop reason is {bot.stop_reason!r}"
 
-    with t.case("a tool call whose arguments bring the words never runs"):
+    with t.case("a tool call whose arguments bring the words never runs",
+                "参数里带着这些词的工具调用永远不会运行"):
         with course.scratch("11.2-call"):
             call = tool_call("edit_file", path="drop.sql", old_str="",
                              new_str="DROP TABLE users;\n")
@@ -115,7 +122,7 @@ def _(t, stop_when, StopStream):
             assert agent.pairing_problem(bot.messages) is None
 
     with t.case("a tool call's arguments are read as the tool gets them: JSON's escapes do not "
-                "hide the words"):
+                "hide the words", "工具调用的参数按工具拿到的样子读：JSON 的转义藏不住这些词"):
         with course.scratch("11.2-escaped"):
             command = 'rm -rf "/" && echo ' + "and more " * 30  # a quote arrives as \"
             call = tool_call("edit_file", path="go.sh", old_str="", new_str=command)
@@ -132,14 +139,14 @@ def _(t, stop_when, StopStream):
             assert raised is not None, \
                 'the path was café.txt (in JSON: "caf\\u00e9.txt"), and the run went on'
 
-    with t.case("a reply without the words runs to the end"):
+    with t.case("a reply without the words runs to the end", "不含这些词的回复一直运行到结束"):
         bot, _, _, raised = run([tool_call("list_files", path="."), reply("Nothing to drop.")],
                                 "DROP TABLE")
         assert raised is None, f"the run was stopped: {raised}"
         assert bot.messages[-1]["content"] == "Nothing to drop.", "the run did not finish"
 
     with t.case("each reply is looked at on its own: the words split over two replies do not "
-                "stop the run"):
+                "stop the run", "每个回复单独看：分在两个回复里的词不会停止运行"):
         client = streaming_model.StreamingScriptedClient([reply("I will not DROP"),
                                                     reply(" TABLE anything.")], piece=(1, 2))
         bot = streaming.StreamingAgent(client, "scripted",
@@ -182,21 +189,25 @@ CORPUS = [
 ]
 
 
-@course.exercise("11.3", "which arguments are complete (complete_keys)")
+@course.exercise("11.3", "which arguments are complete (complete_keys)",
+                         "哪些参数已经完整（complete_keys）")
 def _(t, complete_keys):
-    with t.case('a string value is complete once its closing quote came'):
+    with t.case('a string value is complete once its closing quote came',
+                "字符串值在结尾的引号到达后就完整了"):
         got = complete_keys('{"path": "a.md", "new_str": "# No')
         assert got == ["path"], f'{{"path": "a.md", "new_str": "# No gave {got}'
         got = complete_keys('{"path": "a.m')
         assert got == [], f'{{"path": "a.m gave {got}: "a.m may still grow'
 
-    with t.case("a number at the very end may still grow; followed by something, it is done"):
+    with t.case("a number at the very end may still grow; followed by something, it is done",
+                "末尾的数字还可能变长；后面跟了东西，就完整了"):
         for text, keys in (('{"n": 12', []), ('{"n": 12,', ["n"]), ('{"n": 12}', ["n"]),
                            ('{"n": 12 ', ["n"])):
             assert complete_keys(text) == keys, f"{text!r} gave {complete_keys(text)}, " \
                                                 f"not {keys}"
 
-    with t.case("true, false, null are complete when whole; objects and arrays when closed"):
+    with t.case("true, false, null are complete when whole; objects and arrays when closed",
+                "true、false、null 写全了才完整；对象和数组要闭合才完整"):
         for text, keys in (('{"ok": tru', []), ('{"ok": true', ["ok"]),
                            ('{"a": {"b": 1}, "c": [1, 2', ["a"]),
                            ('{"a": {"b": 1}, "c": [1, 2]', ["a", "c"])):
@@ -204,18 +215,19 @@ def _(t, complete_keys):
                                                 f"not {keys}"
 
     with t.case("on every prefix of four argument strings, exactly the keys whose values "
-                "are final"):
+                "are final", "在四个参数字符串的每个前缀上，恰好给出值已经确定的键"):
         for full in CORPUS:
             for n in range(len(full) + 1):
                 got, want = complete_keys(full[:n]), expected_keys(full, n)
                 assert got == want, f"{full[:n]!r} gave {got}, not {want}"
 
-    with t.case("text that is not a JSON object gives []"):
+    with t.case("text that is not a JSON object gives []", "不是 JSON 对象的文本给出 []"):
         for text in ("", "hello", "[1, 2]", '"just a string"'):
             assert complete_keys(text) == [], f"{text!r} gave {complete_keys(text)}"
 
 
-@course.exercise("11.4", "try a dropped stream again (RetryingAgent)")
+@course.exercise("11.4", "try a dropped stream again (RetryingAgent)",
+                         "重试断掉的流（RetryingAgent）")
 def _(t, RetryingAgent):
     call = tool_call("list_files", path=".")
     script = [call, reply("Nothing here.")]
@@ -237,7 +249,7 @@ def _(t, RetryingAgent):
         return respond
 
     with t.case("a stream dropped once is asked again, with the same request, and the run "
-                "goes on"):
+                "goes on", "断过一次的流用同一个请求重新请求，运行继续"):
         events = []
         client = streaming_model.StreamingScriptedClient(retried, drop={1: 3})
         bot = RetryingAgent(client, "scripted", on_event=events.append)
@@ -246,7 +258,8 @@ def _(t, RetryingAgent):
         assert len(client.requests) == 3, f"{len(client.requests)} requests, not 3"
         assert client.requests[0] == client.requests[1], "the retry sent another request"
 
-    with t.case("the history is the one an undisturbed run builds, and the tool ran once"):
+    with t.case("the history is the one an undisturbed run builds, and the tool ran once",
+                "消息历史和没被打断的运行一样，工具只运行了一次"):
         events = []
         bot = RetryingAgent(streaming_model.StreamingScriptedClient(retried, drop={1: 3}),
                             "scripted", on_event=events.append)
@@ -258,7 +271,8 @@ def _(t, RetryingAgent):
         started = [e for e in events if e["type"] == "tool_execution_start"]
         assert len(started) == 1, f"the tool ran {len(started)} times"
 
-    with t.case("dropped twice in a row: IncompleteStream goes up, the history stays valid"):
+    with t.case("dropped twice in a row: IncompleteStream goes up, the history stays valid",
+                "连续断两次：IncompleteStream 往上抛，消息历史仍然有效"):
         client = streaming_model.StreamingScriptedClient(retried, drop={1: 3, 2: 3})
         bot = RetryingAgent(client, "scripted", on_event=None)
         try:
@@ -269,13 +283,15 @@ def _(t, RetryingAgent):
         assert len(client.requests) == 2, f"{len(client.requests)} requests: retry once"
         assert [m["role"] for m in bot.messages] == ["system", "user"]
 
-    with t.case("a connection that fails (openai.APIConnectionError) is retried too"):
+    with t.case("a connection that fails (openai.APIConnectionError) is retried too",
+                "连接失败（openai.APIConnectionError）也会重试"):
         failure = openai.APIConnectionError(request=httpx2.Request("POST", "http://x/v1"))
         client = streaming_model.StreamingScriptedClient([raising(failure), reply("Back again.")])
         bot = RetryingAgent(client, "scripted", on_event=None)
         assert bot.chat("hello") == "Back again.", "the failed call was not asked again"
 
-    with t.case("any other error is not retried: a 400 goes up at once"):
+    with t.case("any other error is not retried: a 400 goes up at once",
+                "其他错误不重试：400 立刻往上抛"):
         response = httpx2.Response(400, request=httpx2.Request("POST", "http://x"))
         refused = openai.BadRequestError("bad request", response=response, body=None)
         client = streaming_model.StreamingScriptedClient([raising(refused), reply("no")])
@@ -287,7 +303,7 @@ def _(t, RetryingAgent):
             pass
         assert len(client.requests) == 1, f"{len(client.requests)} requests for one 400"
 
-    with t.case("retries = 2 asks twice more"):
+    with t.case("retries = 2 asks twice more", "retries = 2 时再请求两次"):
         class Twice(RetryingAgent):
             retries = 2
 

@@ -53,33 +53,39 @@ def is_valid_cut(messages: list[dict], wanted: int, cut) -> str | None:
     return f"what it keeps does not pair up: {problem}" if problem else None
 
 
-@course.exercise("12.1", "a cut that keeps every call with its result")
+@course.exercise("12.1", "a cut that keeps every call with its result",
+                         "让每个调用都和结果在一起的切分点")
 def _(t, safe_cut):
     messages = history_with_batches()
-    with t.case("a cut at an assistant message or a user message stays where it is"):
+    with t.case("a cut at an assistant message or a user message stays where it is",
+                "落在 assistant 消息或 user 消息上的切分点，留在原处"):
         for wanted in (2, 5, 8):
             got = safe_cut(copy.deepcopy(messages), wanted)
             assert got == wanted, f"for wanted={wanted} it returned {got}, not {wanted}"
-    with t.case("at a result of parallel calls, the cut moves back to their assistant message"):
+    with t.case("at a result of parallel calls, the cut moves back to their assistant message",
+                "落在并行调用的某个结果上时，切分点退回到发出这些调用的 assistant 消息"):
         got = safe_cut(copy.deepcopy(messages), 4)
         assert got == 2, (f"for wanted=4 (the second of two parallel results) it returned {got}; "
                           "only 2 keeps both calls with their results")
-    with t.case("a batch cut off by 'length' is a batch like any other"):
+    with t.case("a batch cut off by 'length' is a batch like any other",
+                "因 'length' 被截断的一批调用，和其他批一样处理"):
         got = safe_cut(copy.deepcopy(messages), 6)
         assert got == 5, f"for wanted=6 (the answer to a cut-off call) it returned {got}, not 5"
-    with t.case("never past the start of the current turn"):
+    with t.case("never past the start of the current turn", "从不越过当前轮次的开头"):
         for wanted in (9, 10, 11, 50):
             got = safe_cut(copy.deepcopy(messages), wanted)
             assert got == 9, f"for wanted={wanted} it returned {got}; the current turn begins at 9"
-    with t.case("never before 1: the system prompt is always sent"):
+    with t.case("never before 1: the system prompt is always sent",
+                "从不小于 1：系统提示词总会发送"):
         for wanted in (0, 1):
             got = safe_cut(copy.deepcopy(messages), wanted)
             assert got == 1, f"for wanted={wanted} it returned {got}, not 1"
-    with t.case("every answer, for every wanted, keeps a part a strict server accepts"):
+    with t.case("every answer, for every wanted, keeps a part a strict server accepts",
+                "对每个 wanted，每个答案留下的部分，严格服务端都会接受"):
         for wanted in range(0, len(messages) + 2):
             problem = is_valid_cut(messages, wanted, safe_cut(copy.deepcopy(messages), wanted))
             assert problem is None, problem
-    with t.case("the list it is given is not changed"):
+    with t.case("the list it is given is not changed", "传入的列表没有被改动"):
         given = history_with_batches()
         safe_cut(given, 4)
         assert given == history_with_batches(), "safe_cut changed the messages it was given"
@@ -102,7 +108,7 @@ def reading_history() -> list[dict]:
             result("c8", {"path": ".", "files": [{"name": "a.txt", "type": "file"}]})]
 
 
-@course.exercise("12.2", "elide stale reads")
+@course.exercise("12.2", "elide stale reads", "省略过时的读取")
 def _(t, elide_stale_reads):
     messages = reading_history()
     calls = context_budget.call_names(messages)
@@ -114,40 +120,46 @@ def _(t, elide_stale_reads):
             f"{len(got) if isinstance(got, list) else repr(got)[:40]}")
         return got
 
-    with t.case("every message stays, in order, with its role and tool_call_id"):
+    with t.case("every message stays, in order, with its role and tool_call_id",
+                "每条消息都留着，顺序不变，role 和 tool_call_id 也不变"):
         got = answer()
         for old, new in zip(messages, got, strict=True):
             same = (old["role"], old.get("tool_call_id")) == (new["role"], new.get("tool_call_id"))
             assert same, "a message changed its place, its role or its tool_call_id"
         assert agent.pairing_problem(got) is None, agent.pairing_problem(got)
-    with t.case("a read superseded by a later successful read of the same file becomes a stub"):
+    with t.case("a read superseded by a later successful read of the same file becomes a stub",
+                "同一个文件后来又成功读过一次，之前的读取就变成一个占位"):
         got, expected = answer(), context_budget.stub(calls["c1"], messages[3]["content"])
         assert got[3]["content"] == expected, (
             f"the first read of a.txt should be context_budget.stub(call, content), got "
             f"{got[3]['content'][:60]!r}")
     with t.case("the newest successful read of each file is kept; a later failed read supersedes "
-                "nothing"):
+                "nothing", "每个文件最新一次成功的读取保留；之后失败的读取不取代任何读取"):
         got = answer()
         assert got[7] == messages[7], "the second read of a.txt is its newest successful one"
         assert got[8] == messages[8], "b.txt was read once: keep it"
         assert got[10] == messages[10], "errors are kept as they are"
-    with t.case("a result cut by agent.bound (no longer JSON) is a successful read too"):
+    with t.case("a result cut by agent.bound (no longer JSON) is a successful read too",
+                "被 agent.bound 截短的结果（已经不是 JSON）也算成功的读取"):
         got = answer()
         assert got[12]["content"] == context_budget.stub(calls["c6"], messages[12]["content"]), (
             "big.log was read again (c7): its first, cut read is stale")
         assert got[14] == messages[14], "the newest read of big.log must stay"
-    with t.case("other tools and other messages are left as they are"):
+    with t.case("other tools and other messages are left as they are",
+                "其他工具和其他消息保持原样"):
         got = answer()
         for i in (0, 1, 2, 4, 5, 6, 9, 11, 13, 15, 16):
             assert got[i] == messages[i], f"message {i} ({messages[i]['role']}) was changed"
-    with t.case("two reads of one file in one batch: the first is stale"):
+    with t.case("two reads of one file in one batch: the first is stale",
+                "同一批里读同一个文件两次：第一次是过时的"):
         batch = [SYSTEM, USER, asks(call("x1", path="a.txt"), call("x2", path="a.txt")),
                  result("x1", {"path": "a.txt", "content": "same"}),
                  result("x2", {"path": "a.txt", "content": "same"})]
         out = answer(batch)
         assert out[3]["content"].startswith("[elided") and out[4] == batch[4], (
             "in one batch, the later call's result is the newer one")
-    with t.case("the list and the messages it is given are not changed"):
+    with t.case("the list and the messages it is given are not changed",
+                "传入的列表和消息都没有被改动"):
         given = reading_history()
         elide_stale_reads(given)
         assert given == reading_history(), "it changed what it was given; return new messages"
@@ -158,24 +170,27 @@ class Numbers:
     tools = agent.TOOLS
 
 
-@course.exercise("12.3", "an estimate that learns from usage")
+@course.exercise("12.3", "an estimate that learns from usage", "从 usage 学习的估算")
 def _(t, Calibrated):
     plain = context_budget.estimate_tokens(Numbers.messages)
     with_tools = context_budget.estimate_tokens(Numbers.messages, Numbers.tools)
-    with t.case("before any usage, it is estimate_tokens, tools included"):
+    with t.case("before any usage, it is estimate_tokens, tools included",
+                "还没有任何 usage 时，就是 estimate_tokens（包括工具）"):
         fresh = Calibrated()
         assert fresh.tokens(Numbers.messages) == plain, (
             f"expected {plain}, got {fresh.tokens(Numbers.messages)}")
         assert fresh.tokens(Numbers.messages, Numbers.tools) == with_tools, (
             f"with the tools expected {with_tools}, got "
             f"{fresh.tokens(Numbers.messages, Numbers.tools)}")
-    with t.case("after a server counted 1.5 times the estimate, it says 1.5 times as much"):
+    with t.case("after a server counted 1.5 times the estimate, it says 1.5 times as much",
+                "服务端数出的是估算的 1.5 倍之后，估算也变成 1.5 倍"):
         learner = Calibrated()
         learner.observe(1_000, {"prompt_tokens": 1_500, "completion_tokens": 9})
         got = learner.tokens(Numbers.messages)
         assert got == round(plain * 1.5), f"expected {round(plain * 1.5)}, got {got}"
         assert isinstance(got, int), f"a whole number, please, not {got!r}"
-    with t.case("the ratio is of all tokens so far, not of the last request"):
+    with t.case("the ratio is of all tokens so far, not of the last request",
+                "比例按到目前为止的所有 token 计算，而不是只看上一个请求"):
         learner = Calibrated()
         learner.observe(1_000, {"prompt_tokens": 1_500})
         learner.observe(3_000, {"prompt_tokens": 3_000})
@@ -183,13 +198,14 @@ def _(t, Calibrated):
         assert got == round(plain * 4_500 / 4_000), (
             f"(1,500 + 3,000) / (1,000 + 3,000) is 1.125: expected {round(plain * 1.125)}, "
             f"got {got}")
-    with t.case("no usage, no prompt_tokens, or 0 tokens: nothing is learned"):
+    with t.case("no usage, no prompt_tokens, or 0 tokens: nothing is learned",
+                "没有 usage、没有 prompt_tokens 或者 0 个 token：什么也学不到"):
         learner = Calibrated()
         for usage in (None, {}, {"completion_tokens": 5}, {"prompt_tokens": 0}):
             learner.observe(1_000, usage)
         got = learner.tokens(Numbers.messages)
         assert got == plain, f"after only empty usage it should still say {plain}, not {got}"
-    with t.case("each Calibrated learns on its own"):
+    with t.case("each Calibrated learns on its own", "每个 Calibrated 各自学习"):
         one, other = Calibrated(), Calibrated()
         one.observe(1_000, {"prompt_tokens": 2_000})
         assert other.tokens(Numbers.messages) == plain, (

@@ -60,25 +60,30 @@ def world_with(test, app, answer="Done.", name="world"):
     return world
 
 
-@course.exercise("13.1", "a verifier that looks at the file, not at the answer")
+@course.exercise("13.1", "a verifier that looks at the file, not at the answer",
+                         "一个看文件、不看回答的验证器")
 def _(t, debug_prints_removed):
     cases = [
-        ("the task done: it passes", SOLVED, "Removed the DEBUG prints.", True),
-        ("app.py untouched: it fails", APP, "Done.", False),
-        ("app.py untouched, the answer says it is done: it still fails", APP,
+        ("the task done: it passes", "任务完成了：通过", SOLVED, "Removed the DEBUG prints.", True),
+        ("app.py untouched: it fails", "app.py 没动过：不通过", APP, "Done.", False),
+        ("app.py untouched, the answer says it is done: it still fails",
+         "app.py 没动过，回答却说做完了：仍然不通过", APP,
          "I removed both DEBUG prints from app.py.", False),
-        ("the welcome print removed too: it fails", SOLVED.replace(
+        ("the welcome print removed too: it fails",
+         "欢迎语的 print 也删掉了：不通过", SOLVED.replace(
             '    print("Welcome to the shop")\n', ""), "Removed every print.", False),
-        ("another line changed as well: it fails", SOLVED.replace("return data",
+        ("another line changed as well: it fails",
+         "另一行也改了：不通过", SOLVED.replace("return data",
                                                                   "return data.strip()"),
          "Done.", False),
-        ("blank lines left where the prints were: it fails",
+        ("blank lines left where the prints were: it fails", "删掉 print 的地方留下了空行：不通过",
          APP.replace('    print("DEBUG loading", path)', "").replace(
              '    print("DEBUG read", len(data), "characters")', ""), "Done.", False),
-        ("app.py deleted: it fails, and does not raise", None, "Deleted the file.", False),
+        ("app.py deleted: it fails, and does not raise",
+         "app.py 被删掉了：不通过，也不抛出异常", None, "Deleted the file.", False),
     ]
-    for number, (what, app, answer, passes) in enumerate(cases):
-        with t.case(what):
+    for number, (what, zh, app, answer, passes) in enumerate(cases):
+        with t.case(what, zh):
             said = debug_prints_removed(world_with(debug_prints_removed, app, answer,
                                                    f"case-{number}"))
             assert isinstance(said, str), f"it returned {said!r}: return a string, \"\" if it holds"
@@ -86,7 +91,8 @@ def _(t, debug_prints_removed):
                 assert said == "", f"it said {said!r} for app.py as the task asked"
             else:
                 assert said, "it returned \"\": the check holds, but the task is not done"
-    with t.case("as a check of the task, the suite's verify() passes the solved world"):
+    with t.case("as a check of the task, the suite's verify() passes the solved world",
+                "作为任务的检查，任务集的 verify() 让解决后的世界通过"):
         task = remove_debug(debug_prints_removed)
         world = world_with(debug_prints_removed, SOLVED, name="suite")
         results = evaluation.verify(task, world)
@@ -101,26 +107,32 @@ def runs_of(model, task, *passed):
             enumerate(passed, 1)]
 
 
-@course.exercise("13.2", "flaky tasks: the runs of one model on one task disagree")
+@course.exercise("13.2", "flaky tasks: the runs of one model on one task disagree",
+                         "不稳定的任务：同一个模型在同一个任务上的几次运行结果不一致")
 def _(t, flaky):
-    with t.case("a task passed in some runs and failed in others is listed, with passed/total"):
+    with t.case("a task passed in some runs and failed in others is listed, with passed/total",
+                "有几次运行通过、有几次失败的任务会列出来，附上 通过数/总数"):
         runs = runs_of("m", "a", True, True, True) + runs_of("m", "b", True, False, False)
         assert flaky(runs) == [("m", "b", "1/3")], f"got {flaky(runs)}"
-    with t.case("a task that always fails is not flaky, and neither is one that always passes"):
+    with t.case("a task that always fails is not flaky, and neither is one that always passes",
+                "总是失败的任务不算不稳定，总是通过的也不算"):
         runs = runs_of("m", "a", False, False, False) + runs_of("m", "b", True, True, True)
         assert flaky(runs) == [], f"got {flaky(runs)}"
-    with t.case("models are apart: one that passes and one that fails do not make it flaky"):
+    with t.case("models are apart: one that passes and one that fails do not make it flaky",
+                "模型分开看：一个通过、一个失败，不算不稳定"):
         runs = runs_of("good", "a", True, True) + runs_of("bad", "a", False, False)
         assert flaky(runs) == [], f"got {flaky(runs)}"
-    with t.case("k = 1: nothing is flaky"):
+    with t.case("k = 1: nothing is flaky", "k = 1：没有不稳定的任务"):
         runs = runs_of("m", "a", True) + runs_of("m", "b", False)
         assert flaky(runs) == [], f"got {flaky(runs)}"
-    with t.case("runs in any order are grouped, listed in the order first seen"):
+    with t.case("runs in any order are grouped, listed in the order first seen",
+                "不管运行的顺序如何，都会分组，并按第一次出现的顺序列出"):
         runs = [*runs_of("m", "z", True), *runs_of("m", "a", False), *runs_of("n", "z", True),
                 {"model": "m", "task": "a", "run": 2, "passed": True},
                 {"model": "m", "task": "z", "run": 2, "passed": False}]
         assert flaky(runs) == [("m", "z", "1/2"), ("m", "a", "1/2")], f"got {flaky(runs)}"
-    with t.case("on real results: the lesson's sloppy model, 3 runs of two tasks"):
+    with t.case("on real results: the lesson's sloppy model, 3 runs of two tasks",
+                "用真实的结果：课上那个马虎的模型，两个任务各运行 3 次"):
         assert flaky([]) == [], f"flaky([]) gave {flaky([])}"  # (before the runs: quick)
         runs = evaluation.run_suite([TASK["gitignore"], TASK["fix-total"]],
                                     {"sloppy": MODELS["sloppy"]}, k=3, workers=2,
@@ -147,19 +159,22 @@ def asked(asking, task, name, surprise=False):
     return world, bot, evaluation.observations(bot.messages)
 
 
-@course.exercise("13.3", "a scripted model that reads everything and asks instead of acting")
+@course.exercise("13.3", "a scripted model that reads everything and asks instead of acting",
+                         "一个什么都读、只提问不动手的脚本模型")
 def _(t, asking):
-    with t.case("it is a ScriptedClient"):
+    with t.case("it is a ScriptedClient", "是一个 ScriptedClient"):
         client = asking(TASKS[0], 1)
         assert isinstance(client, agent.ScriptedClient), f"asking() returned {client!r}"
-    with t.case("it reacts to the listing: it reads what is there, not what task.files says"):
+    with t.case("it reacts to the listing: it reads what is there, not what task.files says",
+                "对列表做出反应：读真正存在的文件，而不是 task.files 说的那些"):
         world, bot, seen = asked(asking, ODD, "odd", surprise=True)
         calls = [(s.name, s.arguments.get("path")) for s in seen]
         assert calls == [("list_files", "."), ("read_file", "aardvark.md"),
                          ("read_file", "surprise.txt"), ("read_file", "zebra.txt")], \
             f"its calls were {calls}"
     with t.case("on every task of the suite it lists, reads every top-level file, changes "
-                "nothing and asks"):
+                "nothing and asks",
+                "在任务集的每个任务上：先列出文件，读每个顶层文件，什么都不改，然后提问"):
         for task in TASKS:
             world, bot, seen = asked(asking, task, task.name)
             top = sorted(name for name in task.files if "/" not in name)
@@ -172,7 +187,8 @@ def _(t, asking):
             assert world.files() == task.files, f"{task.name}: the workspace changed"
             assert bot.stop_reason == "done" and world.answer.rstrip().endswith("?"), \
                 f"{task.name}: it ended {bot.stop_reason!r} with {world.answer!r}, not a question"
-    with t.case("what the suite makes of it: every run asked a question, none is a false done"):
+    with t.case("what the suite makes of it: every run asked a question, none is a false done",
+                "任务集怎样看待这个模型：每次运行都提了问，没有一次是假完成"):
         runs = [evaluation.run_one(task, "asking", 1, models={"asking": asking})
                 for task in TASKS[:3]]
         assert all(r["ended"] == "asked" and not r["false_done"] and not r["passed"]

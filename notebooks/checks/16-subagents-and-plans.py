@@ -45,11 +45,11 @@ class Clients:
         return self.made[-1]
 
 
-@course.exercise("16.1", "a delegate tool by hand")
+@course.exercise("16.1", "a delegate tool by hand", "亲手写一个 delegate 工具")
 def _(t, make_delegate):
     folder = make_shop(Path.cwd())
     with t.case("the parent gets the child's answer and a line of its size, nothing of its "
-                "reading"):
+                "reading", "父智能体得到子智能体的答案和一行大小信息，读过的内容一点也不带"):
         clients = Clients(explorer())
         parent = parent_with(make_delegate(folder, clients), folder)
         parent.chat(TASK)
@@ -61,7 +61,8 @@ def _(t, make_delegate):
         assert f"[{child_messages} messages stay with the host]" in results[0], \
             f"no line '[{child_messages} messages stay with the host]' in {results[0][-120:]!r}"
         assert "def discounted" not in results[0], "the child's reading reached the parent"
-    with t.case("each call starts a new child with a fresh history: its prompt and the task"):
+    with t.case("each call starts a new child with a fresh history: its prompt and the task",
+                "每次调用都启动一个新的子智能体，消息历史是全新的：只有子智能体的提示词和任务"):
         clients = Clients(explorer(), explorer())
         delegate = make_delegate(folder, clients)
         delegate(SEARCH_TASK)
@@ -74,7 +75,8 @@ def _(t, make_delegate):
             "system prompt and the task"
         assert first[0]["content"] == sp.CHILD_PROMPT, \
             "the child's system prompt is not CHILD_PROMPT"
-    with t.case("the child has the read-only tools of the jail, and nothing else"):
+    with t.case("the child has the read-only tools of the jail, and nothing else",
+                "子智能体只有目录隔离里的只读工具，没有别的"):
         names = sorted(tool["function"]["name"] for tool in clients.made[0].requests[0]["tools"])
         assert names == ["list_files", "read_file"], f"the child was offered {names}"
         outside = folder.parent / "outside-16-1.txt"
@@ -86,7 +88,8 @@ def _(t, make_delegate):
             assert "not yours" not in said, "the child read a file outside the workspace"
         finally:
             outside.unlink()
-    with t.case("a child that never answers stops after 12 model calls, and the tool raises"):
+    with t.case("a child that never answers stops after 12 model calls, and the tool raises",
+                "一直不回答的子智能体在 12 次模型调用后停下，工具抛出异常"):
         clients = Clients(looping())
         try:
             said = make_delegate(folder, clients)(SEARCH_TASK)
@@ -98,7 +101,7 @@ def _(t, make_delegate):
                              "model would take the stop message for an answer"
 
 
-@course.exercise("16.2", "a budget in prompt tokens")
+@course.exercise("16.2", "a budget in prompt tokens", "以提示词 token 计的预算")
 def _(t, budgeted_class):
     folder = make_shop(Path.cwd())
 
@@ -113,11 +116,13 @@ def _(t, budgeted_class):
         result = next(m["content"] for m in parent.messages if m["role"] == "tool")
         return parent, tool.children[0], result
 
-    with t.case("a child within its budget runs to its answer"):
+    with t.case("a child within its budget runs to its answer",
+                "预算以内的子智能体一直运行到给出答案"):
         parent, record, result = run(100_000)
         assert record["agent"].stop_reason == "done", record["agent"].stop_reason
         assert claim(BUGGY, bug_line()) in result, f"the answer did not come back: {result[:100]!r}"
-    with t.case("a child over its budget is stopped at once, and the parent reads an error"):
+    with t.case("a child over its budget is stopped at once, and the parent reads an error",
+                "超出预算的子智能体立刻停止，父智能体读到一条错误"):
         parent, record, result = run(1_500)
         assert record["agent"].stop_reason == "aborted", \
             f"the child's stop reason is {record['agent'].stop_reason!r}, not 'aborted'"
@@ -127,7 +132,7 @@ def _(t, budgeted_class):
                                        f"spent after {over + 1}: stop it then"
         assert "error" in json.loads(result), f"the parent read {result[:100]!r}, not an error"
         assert pairing_problem(parent.messages) is None, pairing_problem(parent.messages)
-    with t.case("each child has a budget of its own"):
+    with t.case("each child has a budget of its own", "每个子智能体各有一份预算"):
         tools, registry = sandbox.sandbox_tools(folder, ("read",))
         parent = sp.DelegatingAgent(ScriptedClient([]), "scripted", tools=tools,
                                     registry=registry, on_event=None)
@@ -144,16 +149,17 @@ def requests_of(record: dict) -> list[dict]:
             for r in record["agent"].client.requests]
 
 
-@course.exercise("16.3", "checking a child's claims")
+@course.exercise("16.3", "checking a child's claims", "检查子智能体的说法")
 def _(t, check_claims):
     folder = make_shop(Path.cwd())
     true_claim = claim(BUGGY, bug_line())
-    with t.case("a claim that holds gives no problem"):
+    with t.case("a claim that holds gives no problem", "成立的说法不产生问题"):
         problems = check_claims(f"Found it.\n{true_claim}\nThat is the bug.", folder)
         assert problems == [], f"a true claim gave {problems}"
         two = f"{true_claim}\nshop/cart.py:4: def new_cart() -> dict:"
         assert check_claims(two, folder) == [], f"two true claims gave {check_claims(two, folder)}"
-    with t.case("a line that is not there, or a file that is not there, is a problem"):
+    with t.case("a line that is not there, or a file that is not there, is a problem",
+                "不存在的行或不存在的文件，都是问题"):
         said = guesser()[0]([{"role": "user", "content": SEARCH_TASK}] + read_three(folder))
         assert check_claims(said["content"], folder), \
             "the guesser's claim (a line checkout.py does not have) gave no problem"
@@ -161,7 +167,8 @@ def _(t, check_claims):
         assert check_claims("shop/nothing.py:1: x", folder), "shop/nothing.py does not exist"
         assert check_claims(true_claim + "\nshop/cart.py:4: def old_cart():", folder), \
             "one true claim and one false: the false one is a problem"
-    with t.case("a claim cannot make you read outside the workspace"):
+    with t.case("a claim cannot make you read outside the workspace",
+                "说法不能让你读工作区之外的东西"):
         outside = folder.parent / "outside_16_3.py"
         outside.write_text("secret\n")
         try:
@@ -170,7 +177,7 @@ def _(t, check_claims):
             assert "secret" not in " ".join(problems), "the problem shows the outside file's text"
         finally:
             outside.unlink()
-    with t.case("an answer with no claim in it is a problem"):
+    with t.case("an answer with no claim in it is a problem", "一个说法也没有的答案是问题"):
         assert check_claims("The bug is somewhere in pricing, I think.", folder), \
             "an answer that names no place gave no problem"
 
