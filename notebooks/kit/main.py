@@ -164,8 +164,8 @@ def make_parser() -> argparse.ArgumentParser:
                         "tools does one task and returns only its answer; its run is recorded "
                         "beside the session (lesson 16)")
     parser.add_argument("--plan", action="store_true",
-                        help="a todo tool: a plan the model writes and keeps, reminded of it "
-                        "when it has not updated it for a while (lesson 16)")
+                        help="a todo tool: the model writes its plan, main.py keeps it and "
+                        "reminds the model when it has not updated it for a while (lesson 16)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answers")
     return parser
 
