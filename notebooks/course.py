@@ -1067,7 +1067,7 @@ KIT = NOTEBOOKS / "kit"  # the kit's own files (main.py, README, tests), copied 
 KIT_EVAL = {"13": "evaluation"}
 KIT_LESSONS = {"05": "sandbox", "06": "diff_approval", "07": "tracing", "08": "text_actions",
                "09": "sessions", "10": "parallel_and_steering", "11": "streaming",
-               "12": "context_budget"}
+               "12": "context_budget", "15": "mcp_and_skills", "16": "subagents_and_plans"}
 NOT_COPIED = {"conftest.py"}  # kit/conftest.py keeps the course's pytest out of kit/tests
 # Props a lesson's module comes with in the kit, copied as files of their own (they import no
 # course): lesson 11's scripted model that streams, for main.py's offline --scripted runs.

@@ -65,10 +65,12 @@ def test_build_writes_agent_py_the_lessons_modules_main_and_its_readme_tests_req
     names = {p.relative_to(kit).as_posix() for p in kit.rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}  # the kit's tests may have run
     exported = course._ExportCellsFinder().names()
-    lessons = {f"{name}.py" for name in course.KIT_LESSONS.values()}  # 05 to 12, all written
+    lessons = {f"{name}.py" for name in course.KIT_LESSONS.values()}  # 05-12, 15, 16: written
     assert "evaluation" not in course.KIT_LESSONS.values()  # main.py does not use it
     kit_files = {"main.py", "README.md", "requirements.txt", ".gitignore", "tests/test_main.py",
-                 "examples/hello.json"}  # notebooks/kit/ but its conftest.py
+                 "examples/hello.json", "examples/notes.json", "examples/delegate.json",
+                 "examples/notes_server.py", "examples/skills/changelog/SKILL.md",
+                 "examples/skills/python-tests/SKILL.md"}  # notebooks/kit/ but its conftest.py
     props = {f"{prop}.py" for props in course.KIT_PROPS.values() for prop in props}
     assert props == {"streaming_model.py"}  # lesson 11's scripted model, for --scripted runs
     # guards: text_actions's
@@ -369,6 +371,33 @@ def test_the_commands_main_prints_run_as_printed_in_the_python_that_ran_it(kit, 
         "--workdir play 'Say hello'" in said.stderr  # what to do without a key
 
 
+@pytest.mark.parametrize("flag", ["--mcp", "--subagents"])
+def test_the_readme_s_offline_tries_of_mcp_and_subagents_run_as_written(flag, kit, tmp_path):
+    """Each `--scripted` line of the README for the flag, run in a copy of the kit (the Python
+    running the tests for .venv/bin/python), with y to every question."""
+    folder = tmp_path / "mine"
+    shutil.copytree(kit, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "play").mkdir()
+    readme = (folder / "README.md").read_text()
+    [line] = [line for line in readme.splitlines()
+              if line.startswith(".venv/bin/python main.py --scripted") and flag in line]
+    command = shlex.split(line.replace(".venv/bin/python", shlex.quote(sys.executable)))
+    done = subprocess.run([*command[:1], "-E", *command[1:]], cwd=folder, input="y\n" * 5,
+                          capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    script = json.loads((folder / command[command.index("--scripted") + 1]).read_text())
+    [path] = [p for p in (folder / "sessions").iterdir() if p.name.count(".") == 1]
+    session = sessions.load_session(path)
+    assert agent.pairing_problem(session.messages()) is None
+    assert session.messages()[-1]["content"] == script[-1]["content"]  # to the script's end
+    if flag == "--mcp":
+        assert [m["content"] for m in session.messages() if m["role"] == "tool"] == [
+            "note 1 kept", "1. try the kit with a real model"]
+    else:
+        assert len(list((folder / "sessions").iterdir())) == 2  # the child's beside it
+
+
 # --- Adding a tool, as the kit's README says ---------------------------------------------------
 
 
@@ -448,7 +477,8 @@ def test_a_schema_named_after_its_function_is_refused_when_main_py_starts(kit, t
 def test_the_course_map_states_the_kit_s_size_within_a_tenth(kit, capsys):
     files, _ = course.kit_files()
     size = course.kit_size(files)
-    assert size == sum(len(p.read_text().splitlines()) for p in kit.glob("*.py"))  # tests aside
+    assert size == sum(len(p.read_text().splitlines()) for p in kit.rglob("*.py")
+                       if p.relative_to(kit).parts[0] != "tests")  # examples/ counted too
     for name in ("README.md", "zh/README.md"):
         text = (ROOT / "lessons" / name).read_text()
         [stated] = re.findall(r"(\d[\d,]*) (?:lines of Python|行 Python)", text)

@@ -330,16 +330,22 @@ def test_a_script_that_runs_out_is_a_message_and_status_1(kit):
 
 
 def test_help_says_which_optional_modules_are_not_here(monkeypatch, capsys):
-    for name in ("streaming", "context_budget"):
+    for name in ("streaming", "context_budget", "mcp_and_skills", "subagents_and_plans"):
         monkeypatch.setattr(main, name, None)  # as if their files had been deleted
     with pytest.raises(SystemExit):
         main.main(["--help"])
     said = " ".join(capsys.readouterr().out.split())
-    assert "Not in this kit, so off: streaming.py (streaming), context_budget.py (compaction)" \
-        in said
-    with pytest.raises(SystemExit):
-        main.main(["--budget", "1000", "task"])
-    assert "need context_budget.py" in capsys.readouterr().err
+    assert "Not in this kit, so off: streaming.py (streaming), context_budget.py (compaction), " \
+        "mcp_and_skills.py (--mcp and --skills), subagents_and_plans.py (--subagents and " \
+        "--plan)" in said
+    for flags, needed in ((["--budget", "1000"], "need context_budget.py"),
+                          (["--mcp", "server"], "need mcp_and_skills.py"),
+                          (["--skills", "."], "need mcp_and_skills.py"),
+                          (["--subagents"], "need subagents_and_plans.py"),
+                          (["--plan"], "need subagents_and_plans.py")):
+        with pytest.raises(SystemExit):
+            main.main([*flags, "task"])
+        assert needed in capsys.readouterr().err
 
 
 
@@ -395,12 +401,22 @@ def test_the_agent_is_the_lessons_agents_in_the_order_main_py_writes_down(kit, m
     assert kit({"content": "ok"})[0] == 0
     assert kit({"content": json.dumps({"type": "finish", "output": "ok"})},
                flags=["--text-actions", "--no-parallel"])[0] == 0
+    orders = [["CompactingAgent", "StreamingAgent", "ParallelAgent"],
+              ["CompactingAgent", "TextAgent"]]
+    if main.subagents_and_plans is not None:  # lesson 16's two go first
+        assert kit({"content": "ok"}, flags=["--plan", "--subagents"])[0] == 0
+        orders.append(["Planning", "Delegating", *orders[0]])
     here = {"CompactingAgent": main.context_budget, "StreamingAgent": main.streaming,
-            "ParallelAgent": main.parallel_and_steering, "TextAgent": main.text_actions}
-    for (bot, _), wanted in zip(made, (["CompactingAgent", "StreamingAgent", "ParallelAgent"],
-                                       ["CompactingAgent", "TextAgent"]), strict=True):
+            "ParallelAgent": main.parallel_and_steering, "TextAgent": main.text_actions,
+            "Planning": True, "Delegating": True}
+    for (bot, _), wanted in zip(made, orders, strict=True):
         assert [cls.__name__ for cls in type(bot).__mro__] == [
             "KitAgent", *[name for name in wanted if here[name]], "Agent", "object"]
+    if main.subagents_and_plans is not None:  # what each adds is there (at work: below)
+        bot = made[-1][0]
+        assert [tool["function"]["name"] for tool in bot.tools][-2:] == ["todo", "delegate"]
+        # reads together, but children of a script one at a time: each reads its steps in turn
+        assert "read_file" in bot.parallel and "delegate" not in bot.parallel
 
 
 # --- A real server, on this machine --------------------------------------------------------------
@@ -603,6 +619,241 @@ def test_a_budget_summarises_before_sending_and_resume_brings_the_summary_back(k
     assert "Notes: a.txt is all a's." in json.dumps(first) and "a" * 6_000 not in json.dumps(first)
 
 
+# --- Capabilities from outside: an MCP server, skills (lesson 15) ---------------------------------
+
+needs_mcp = pytest.mark.skipif(main.mcp_and_skills is None,
+                               reason="mcp_and_skills.py is not in this kit")
+NOTES_SERVER = KIT / "examples" / "notes_server.py"
+
+
+def notes_server(pid_file: Path) -> str:
+    """The --mcp command line of the example server, which first writes its process id (sh's
+    exec keeps it) into pid_file, so a test can see that it is gone after."""
+    return shlex.join(["sh", "-c", f'echo $$ > {shlex.quote(str(pid_file))}; exec "$0" "$@"',
+                       sys.executable, str(NOTES_SERVER)])
+
+
+def gone(pid_file: Path, within: float = 10) -> bool:
+    """Has the process whose id is in pid_file ended (and been reaped)?"""
+    pid, deadline = int(pid_file.read_text()), time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@needs_mcp
+def test_a_server_s_tools_join_the_run_each_call_asked_and_recorded_then_it_is_closed(kit):
+    pid_file = kit.tmp / "server.pid"
+    steps = [{"calls": [call("mcp1__add_note", text="buy milk")]},
+             {"calls": [call("mcp1__list_notes")]},  # it says it only reads: asked all the same
+             {"content": "Kept one note."}]
+    code, out, err = kit(*steps, answers="y\nnot now\n", flags=["--mcp", notes_server(pid_file)])
+    assert code == 0, err
+    session = only_session(kit.tmp)
+    messages = session.messages()
+    prompt = messages[0]["content"]
+    assert "The tools you have: read_file, list_files, run_command, edit_file, mcp1__add_note, " \
+        "mcp1__list_notes." in prompt and main.REMOTE_PROMPT in prompt
+    assert out.count("send this call to the server? [y/N, or say why not]") == 2
+    assert 'mcp1__add_note({"text": "buy milk"})' in out and "mcp1__list_notes({})" in out
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    assert results[0] == "note 1 kept"
+    assert "the person did not allow this call: not now. Nothing was sent." in results[1]
+    assert [(e["command"], e["approved"]) for e in session.path_to() if e["type"] == "approval"] \
+        == [('mcp1__add_note({"text": "buy milk"})', True), ("mcp1__list_notes({})", False)]
+    [said] = [line for line in err.splitlines() if line.startswith("go on with: ")]
+    assert shlex.split(said)[-2:] == ["--mcp", notes_server(pid_file)]  # a resume starts it too
+    assert gone(pid_file)  # closed when main.main returned
+
+
+@needs_mcp
+@pytest.mark.parametrize("command, said", [
+    ("no-such-program-here --stdio", "no-such-program-here: No such file or directory"),
+    (f"{shlex.quote(sys.executable)} -c 'import sys; sys.exit(\"no config file\")'",
+     "it closed the connection before it answered (it exited, or is not an MCP server); it "
+     "said: no config file"),
+])
+def test_a_server_that_does_not_start_is_one_line_and_status_1_and_no_session(command, said,
+                                                                              kit):
+    code, out, err = kit({"content": "unused"}, flags=["--mcp", command])
+    assert code == 1 and "Traceback" not in err
+    assert err == f"main.py: --mcp {command}: the server did not start: {said}\n"
+    assert not (kit.tmp / "sessions").exists()  # servers start before a session does
+
+
+@needs_mcp
+def test_a_server_is_closed_when_main_py_stops_on_an_error(kit):
+    assert kit({"content": "ok"})[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    pid_file = kit.tmp / "server.pid"
+    with sessions.open_session(path):  # another writer has it: main.py stops with status 1
+        code, out, err = kit({"content": "no"}, flags=["--resume", str(path),
+                                                      "--mcp", notes_server(pid_file)])
+    assert code == 1 and "open for writing elsewhere" in err
+    assert gone(pid_file)
+
+
+@needs_mcp
+def test_ctrl_c_at_a_remote_call_s_question_stops_the_run_and_closes_the_server(tmp_path):
+    (tmp_path / "work").mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"calls": [call("mcp1__add_note", text="x")]}]))
+    pid_file = tmp_path / "server.pid"
+    child = start(KIT, "--workdir", "work", "--sessions", "sessions", "--traces", "traces",
+                  "--scripted", str(script), "--mcp", notes_server(pid_file), "note x",
+                  cwd=tmp_path)
+    shown = ""
+    while "send this call to the server?" not in shown:  # main.py waits for the answer
+        chunk = os.read(child.stdout.fileno(), 4096)
+        assert chunk, f"main.py ended before it asked: {child.stderr.read()}"
+        shown += chunk.decode()
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert gone(pid_file)
+    [path] = (tmp_path / "sessions").iterdir()
+    session = sessions.load_session(path)
+    assert [e["stop_reason"] for e in session.path_to() if e["type"] == "stop"] == ["interrupted"]
+    assert agent.pairing_problem(session.messages()) is None
+
+
+@needs_mcp
+def test_skills_are_named_in_the_prompt_and_one_is_loaded_when_the_task_needs_it(kit):
+    steps = [{"calls": [call("load_skill", skill="changelog")]},
+             create("CHANGELOG.md", "# Changelog\n\n## Unreleased\n\n- Added notes.\n"),
+             {"content": "Recorded it under Unreleased."}]
+    code, out, err = kit(*steps, answers="y\n",
+                         flags=["--skills", str(KIT / "examples" / "skills")])
+    assert code == 0, err
+    messages = only_session(kit.tmp).messages()
+    prompt = messages[0]["content"]
+    assert "- changelog: Add an entry to the project's CHANGELOG.md." in prompt
+    assert "- python-tests: " in prompt and "load_skill." in prompt
+    assert "Change nothing else" not in prompt  # a body is read only when it is loaded
+    assert "Change nothing else in the file." in messages[3]["content"]
+    assert (kit.work / "CHANGELOG.md").exists()
+
+
+@needs_mcp
+def test_a_skills_folder_with_no_skill_is_refused_and_a_skill_left_out_is_said(kit, capsys):
+    folder = kit.tmp / "skills"
+    (folder / "vague").mkdir(parents=True)
+    (folder / "vague" / "SKILL.md").write_text("---\nname: vague\n---\nDo things.\n")
+    with pytest.raises(SystemExit) as stop:
+        main.main(["--skills", str(folder), "task"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in err
+    assert f"--skills {folder}: no skill in it" in err and "vague/SKILL.md: no description" in err
+    with pytest.raises(SystemExit):
+        main.main(["--skills", str(kit.tmp / "nowhere"), "task"])
+    assert "no such folder" in capsys.readouterr().err
+    shutil.copytree(KIT / "examples" / "skills" / "changelog", folder / "changelog")
+    code, out, err = kit({"content": "ok"}, flags=["--skills", str(folder)])
+    assert code == 0, err
+    assert "vague/SKILL.md: no description, so it is left out" in err
+
+
+# --- Delegation and a plan (lesson 16) --------------------------------------------------------
+
+needs_lesson_16 = pytest.mark.skipif(main.subagents_and_plans is None,
+                                     reason="subagents_and_plans.py is not in this kit")
+
+
+@needs_lesson_16
+def test_a_subagent_does_a_task_with_read_only_tools_in_a_context_and_session_of_its_own(
+        kit, clients):
+    (kit.work / "a.py").write_text("x = 1\n")
+    (kit.work / "b.py").write_text("# TODO: fix\n")
+    steps = [{"calls": [call("delegate", task="Which file holds a TODO?")]},
+             {"calls": [call("list_files")]},  # the child, from here
+             {"calls": [call("read_file", path="b.py"),
+                        call("edit_file", path="b.py", old_str="#", new_str="")]},
+             {"content": "b.py:1: # TODO: fix"},  # the child's answer
+             {"content": "b.py holds the TODO."}]  # the parent again
+    code, out, err = kit(*steps, flags=["--subagents"])
+    assert code == 0, err
+    session = only_session_but_children(kit.tmp)
+    messages = session.messages()
+    assert "delegate." in messages[0]["content"]
+    assert main.subagents_and_plans.DELEGATE_PROMPT in messages[0]["content"]
+    [result] = [m["content"] for m in messages if m["role"] == "tool"]
+    assert result.startswith("b.py:1: # TODO: fix\n[subagent call_1: done, 3 model calls")
+    assert len(messages) == 5  # system, user, the call, its result, the answer: no child's
+    assert (kit.work / "b.py").read_text() == "# TODO: fix\n"  # the child cannot edit
+    children = main.subagents_and_plans.child_sessions(session)
+    assert list(children) == ["call_1"]
+    assert children["call_1"].name == f"{session.path.stem}.call_1.jsonl"
+    assert oct(children["call_1"].stat().st_mode & 0o777) == oct(0o600)
+    child = sessions.load_session(children["call_1"]).messages()
+    assert child[0]["content"] == main.subagents_and_plans.CHILD_PROMPT
+    assert "unknown tool" in child[-2]["content"]  # edit_file: not a child's
+    assert child[-1]["content"] == "b.py:1: # TODO: fix"
+    by_child = next(r for r in clients[0].requests  # one client: the child asks the parent's
+                    if r["messages"][0]["content"] == main.subagents_and_plans.CHILD_PROMPT)
+    assert [t["function"]["name"] for t in by_child["tools"]] == ["read_file", "list_files"]
+    assert "    call_1: list_files({})" in out and "call_1: its run ended (done)" in out
+    assert "; subagents: 3 model calls, " in err  # the figures count the child's calls too
+    assert "--subagents" in [line for line in err.splitlines() if "go on with" in line][0]
+
+
+def test_ctrl_c_stops_the_subagents_still_running_too():
+    """With a real model, the children of one batch run in pool threads: Ctrl-C reaches the
+    parent's thread only, so main.py aborts each child (lesson 10's abort, at a safe point)."""
+    stopped = []
+    running = SimpleNamespace(abort=lambda: stopped.append("call_2"))
+
+    def interrupted(text):
+        raise KeyboardInterrupt
+
+    delegate = SimpleNamespace(children=[{"agent": running}, {"task": "not made yet"}])
+    bot = SimpleNamespace(chat=interrupted, registry={"delegate": delegate})
+    assert main.run_task(bot, "go", quiet=True) == 130
+    assert stopped == ["call_2"]
+
+
+def only_session_but_children(tmp_path) -> sessions.Session:
+    [path] = [p for p in (tmp_path / "sessions").iterdir() if p.name.count(".") == 1]
+    return sessions.load_session(path)
+
+
+@needs_lesson_16
+@needs_compaction
+def test_a_plan_survives_compaction_and_a_resume(kit, clients, monkeypatch):
+    """Planning sits on top of the stack: a request that was compacted still shows the plan
+    (its todo result was summarised away), streamed; a resumed run has the plan back."""
+    clients.window = 3_000
+    plan = [{"content": "read both files", "status": "in_progress"},
+            {"content": "say what they hold", "status": "pending"}]
+    steps = [{"calls": [call("todo", todos=plan)]}, *two_reads(kit),
+             {"content": "The summary: a.txt and b.txt are read."},  # the compaction's
+             {"calls": [call("todo", todos=[*plan, *plan])]},  # two in progress: refused
+             {"content": "a.txt holds a's, b.txt b's."}]
+    made, real = [], main.make_agent
+    monkeypatch.setattr(main, "make_agent", lambda *a: made.append(real(*a)) or made[-1])
+    code, out, err = kit(*steps, flags=["--plan"])
+    assert code == 0, err
+    session = only_session(kit.tmp)
+    assert [e["summary"] for e in session.path_to() if e["type"] == "compaction"] == [
+        "The summary: a.txt and b.txt are read."]
+    last = clients[0].requests[-1]["messages"]
+    assert "The summary" in json.dumps(last) and "<plan kept by the host>" in last[-1]["content"]
+    assert "[>] read both files" in last[-1]["content"]
+    assert "2 items are in_progress" in session.messages()[-2]["content"]
+    assert main.subagents_and_plans.PLAN_PROMPT in session.messages()[0]["content"]
+    [trace] = (kit.tmp / "traces" / session.path.stem).iterdir()
+    if main.streaming is not None:
+        assert any(r["type"] == "message_update" for r in tracing.load_trace(trace))
+    clients.window = None
+    resumed = kit({"content": "Still planned."}, flags=["--plan", "--resume", str(session.path)])
+    assert resumed[0] == 0, resumed[2]
+    assert made[-1][0].plan.items == plan  # the last todo that was accepted
+
+
 # --- In a process of its own --------------------------------------------------------------------
 
 
@@ -668,7 +919,7 @@ def test_ctrl_c_in_the_middle_of_a_command_leaves_a_session_that_resume_continue
 
 @pytest.mark.parametrize("deleted", [
     ["streaming.py", "streaming_model.py", "parallel_and_steering.py", "context_budget.py",
-     "text_actions.py", "guards.py"]])
+     "text_actions.py", "guards.py", "mcp_and_skills.py", "subagents_and_plans.py"]])
 def test_main_runs_with_the_optional_modules_deleted(deleted, tmp_path):
     smaller = tmp_path / "kit"
     shutil.copytree(KIT, smaller, ignore=shutil.ignore_patterns(*deleted, "__pycache__",
