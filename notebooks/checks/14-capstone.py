@@ -100,20 +100,21 @@ def _(t, streaming_capstone):
     import sessions
     import streaming
     from props import streaming_model  # lesson 11's scripted model that streams
+    from props.pages_fixer import fixer, note_taker  # lesson 14's scripted model
 
     with t.case("it is a CapstoneAgent and a StreamingAgent"):
         assert issubclass(streaming_capstone, capstone.CapstoneAgent), "not a CapstoneAgent"
         assert issubclass(streaming_capstone, streaming.StreamingAgent), "not a StreamingAgent"
     world = evaluation.prepare(capstone.TASK, Path("world-14-2"))
     events = []
-    client = streaming_model.StreamingScriptedClient([capstone.fixer] * 20)
+    client = streaming_model.StreamingScriptedClient([fixer] * 20)
     person = diff_approval.scripted([diff_approval.reject("round up instead"),
                                      diff_approval.APPROVE])
     with sessions.new_session(Path("14-2.jsonl")) as session:
         bot = capstone.build(world.workspace, client, "scripted-demo", policy=person,
                              session=session, on_event=events.append, budget=1_650,
                              keep_recent=500, agent_class=streaming_capstone,
-                             summarizer=agent.ScriptedClient([capstone.note_taker] * 5))
+                             summarizer=agent.ScriptedClient([note_taker] * 5))
         bot.chat(capstone.TASK.text)
     kinds = [event["type"] for event in events]
     with t.case("every request is streamed, and the reply arrives in pieces"):
