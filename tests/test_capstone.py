@@ -12,6 +12,7 @@ barriers and events, never with sleeps."""
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -809,3 +810,47 @@ def test_the_prop_records_the_run_the_notebook_shows(tmp_path):
     [table] = [o["data"]["text/plain"] for o in shown.outputs if "data" in o]
     bot, _, _, _ = capstone_run.record_run(tmp_path / "again")
     assert repr(course.history(bot.messages)) == table
+
+
+SAID = {"14-capstone.md": {"person": "of which the person's 12", "three": "three fail"},
+        "zh/14-capstone.md": {"person": "其中那个人占了 12 秒", "three": "三个失败"}}
+
+
+@pytest.mark.parametrize("lesson", list(SAID))
+def test_the_figures_the_lesson_states_are_what_the_code_computes(lesson, tmp_path):
+    """Tokens, times, counts and budgets the lesson quotes, from the notebook's run (record_run),
+    a run on the real budget and a run whose wrong fix was approved."""
+    text = " ".join((ROOT / "lessons" / lesson).read_text(encoding="utf-8").split())
+    bot, world, records, tracer = capstone_run.record_run(tmp_path / "run")
+    run = tracing.load_trace(tracer.paths[-1])
+    rows = cap.usage_by_call(run)
+
+    def added_up(kinds) -> str:
+        chosen = [r for r in rows if r["kind"] in kinds]
+        return (f"{sum(r['prompt_tokens'] for r in chosen):,} + "
+                f"{sum(r['completion_tokens'] for r in chosen):,}")
+
+    summary = tracing.summary(run)
+    assert added_up({"task"}) in text
+    assert added_up({"task"}).replace(" + ", " in + ") + " out" in summary
+    assert added_up({"task", "summary"}) in text
+    wall, model, tools = re.search(r"wall time: ([\d.]+) s \(model ([\d.]+) s, tools ([\d.]+) s",
+                                   summary).groups()
+    assert all(f"{figure} s" in text for figure in (wall, model, tools)), (wall, model, tools)
+    asked = sum(r["duration"] for r in run if r["type"] == "tool_execution_end"
+                and r["name"] == "edit_file")
+    assert round(asked) == 12 and SAID[lesson]["person"] in text  # 8 + 4 seconds
+    assert [r["turn"] for r in run if r["type"] == "compaction"] == [5]
+    # the budgets it names
+    assert (cap.BUDGET, cap.KEEP_RECENT, capstone_run.SMALL) == (
+        24_000, 2_000, {"budget": 1_650, "keep_recent": 500})
+    assert all(figure in text for figure in ("24,000", "2,000", "1,650", "keep_recent=500"))
+    # on the real budget, in a terminal: no compaction, the largest request about 2,000 tokens
+    real, _, _, trace = run_task(tmp_path, reject_then_approve(), name="real")
+    prompts = [r["prompt_tokens"] for r in cap.usage_by_call(trace)]
+    assert real.compaction is None and round(max(prompts), -2) == 2_000
+    # a wrong fix approved: three tests fail
+    wrong, _, _, _ = run_task(tmp_path, diff_approval.approve_all, name="wrong", tracer=False)
+    outputs = [json.loads(m["content"])["output"] for m in wrong.messages
+               if m["role"] == "tool" and '"exit_code"' in m["content"]]
+    assert outputs[1].count("\nFAILED ") == 3 and SAID[lesson]["three"] in text

@@ -40,4 +40,9 @@ them imports this package. Each module says which lesson brought it in.
             lesson 13's scripted characters: MODELS (competent, sloppy, looping, reckless,
             confabulating), TROUBLE (hanging, stubborn, crashing, raising), and on_stage, the
             fake clock and timed agent for repeatable wall times
+  pages_fixer  lesson 14's scripted model: fixer, a good model fixing pages.py, and note_taker,
+            its summariser (capstone.py --scripted loads the file beside the exported modules)
+  capstone_run  lesson 14's run made repeatable: Stopwatch (made-up durations on a fake clock),
+            the scripted person, record_run for a section run on its own, and TRICKS, four ways
+            to make pytest pass with pages.py still wrong
 """
