@@ -82,6 +82,23 @@ def _(t, new_tests_only):
             "the new test file was not written"
         assert "// per_page\n" in (world.workspace / "pages.py").read_text(), \
             "pages.py changed although the person said no"
+    with t.case("a new test that patches pages.page_count goes through unasked, and the "
+                "verifier still fails: it runs only the task's own tests"):
+        world = evaluation.prepare(capstone.TASK, Path("world-14-1-patch"))
+        patch = ("import pages\n\npages.page_count = lambda total, per_page: "
+                 "-(-total // per_page)\n")
+        script = [agent.tool_call("edit_file", path="test_aaa.py", old_str="", new_str=patch),
+                  agent.reply("The tests pass now.")]
+        asked.clear()
+        with sessions.new_session(Path("14-1-patch.jsonl")) as session:
+            bot = capstone.build(world.workspace, agent.ScriptedClient(script), "scripted-demo",
+                                 policy=new_tests_only(ask), session=session, on_event=None)
+            bot.chat("Make the tests pass.")
+        assert asked == [] and world.text("test_aaa.py") == patch, \
+            "the new test file should be written without asking"
+        failed = [c["label"] for c in evaluation.verify(capstone.TASK, world) if not c["ok"]]
+        assert "the task's own tests pass (python -m pytest)" in failed, \
+            f"the verifier was fooled by test_aaa.py: it failed only {failed}"
 
 
 def tool_calls_to_read():
