@@ -12,6 +12,7 @@ barriers and events, never with sleeps."""
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,9 @@ from pathlib import Path
 
 import course
 import pytest
+from props import capstone_run
 from props.clock import FakeClock
+from props.pages_fixer import fixer, from_note, note_of, note_taker
 
 import agent
 from agent import ScriptedClient, reply, tool_call
@@ -41,10 +44,11 @@ import tracing  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 REASON = "that counts a page too many when the pages are full; round up instead"
 SMALL = {"budget": 1_650, "keep_recent": 500}  # the notebook's: one compaction, at turn 5
+PAGES_FIXER = ROOT / "notebooks" / "props" / "pages_fixer.py"  # the scripted model, a prop
 
 
 def notes():
-    return ScriptedClient([cap.note_taker] * 20)
+    return ScriptedClient([note_taker] * 20)
 
 
 def run_task(tmp_path, person, *, name="run", budget=cap.BUDGET, keep_recent=cap.KEEP_RECENT,
@@ -56,7 +60,7 @@ def run_task(tmp_path, person, *, name="run", budget=cap.BUDGET, keep_recent=cap
     handlers = [events.append] if events is not None else []
     trace = tracing.Tracer(base / "traces", clock=FakeClock()) if tracer else None
     with sessions.new_session(base / "session.jsonl") as session:
-        bot = cap.build(world.workspace, ScriptedClient(steps or [cap.fixer] * 20),
+        bot = cap.build(world.workspace, ScriptedClient(steps or [fixer] * 20),
                         "scripted-demo", policy=person, session=session,
                         on_event=agent.fan_out(*handlers, *([trace] if trace else [])),
                         budget=budget, keep_recent=keep_recent, summarizer=notes(), **options)
@@ -108,6 +112,22 @@ def test_shared_methods_names_what_two_classes_both_override():
     # the real case of exercise 14.2: streaming and compaction both change ask_model
     assert cap.shared_methods(context_budget.CompactingAgent,
                               streaming.StreamingAgent) == {"ask_model"}
+
+
+def test_shared_methods_sees_the_methods_a_class_inherits():
+    """CapstoneAgent defines no method itself: it has ask_model from CompactingAgent, so
+    combined with lesson 11's StreamingAgent (exercise 14.2) the two share it. Methods of the
+    base they have in common (Agent's) are not counted."""
+    assert cap.shared_methods(cap.CapstoneAgent, streaming.StreamingAgent) == {"ask_model"}
+    assert cap.shared_methods(streaming.StreamingAgent, cap.CapstoneAgent) == {"ask_model"}
+
+    class Deeper(cap.CapstoneAgent):
+        pass
+
+    assert cap.shared_methods(Deeper, parallel_and_steering.ParallelAgent) == set()
+    assert "answer_calls" in cap.shared_methods(Deeper, type("Other", (agent.Agent,), {
+        "answer_calls": lambda self, *args, **kwargs: None}))
+    assert cap.shared_methods(agent.Agent, cap.CapstoneAgent) == set()  # Agent is shared
 
 
 def test_the_reads_of_one_response_run_together_and_enter_the_history_in_call_order(tmp_path):
@@ -239,7 +259,7 @@ def test_the_session_resumes_to_the_same_history_and_the_same_next_request(tmp_p
     bot, world, session_file, _ = run_task(tmp_path, reject_then_approve(), **SMALL)
     assert bot.compaction is not None
     with sessions.open_session(session_file) as session:
-        again = cap.build(world.workspace, ScriptedClient([cap.fixer] * 5), "scripted-demo",
+        again = cap.build(world.workspace, ScriptedClient([fixer] * 5), "scripted-demo",
                           policy=diff_approval.reject_all(), session=session, on_event=None,
                           summarizer=notes(), **SMALL)
         assert again.messages == bot.messages
@@ -264,7 +284,7 @@ def test_an_interrupt_in_the_middle_of_the_parallel_reads_leaves_a_session_that_
         return read_file
 
     with sessions.new_session(tmp_path / "s.jsonl") as session:
-        bot = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+        bot = cap.build(world.workspace, ScriptedClient([fixer] * 20), "scripted-demo",
                         policy=reject_then_approve(), session=session, on_event=None,
                         summarizer=notes())
         bot.registry = {**bot.registry, "read_file": interrupting(bot.registry["read_file"])}
@@ -276,7 +296,7 @@ def test_an_interrupt_in_the_middle_of_the_parallel_reads_leaves_a_session_that_
     assert [e for e in loaded.entries.values() if e["type"] == "stop"][-1]["stop_reason"] == \
         "interrupted"
     with sessions.open_session(tmp_path / "s.jsonl") as session:
-        again = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+        again = cap.build(world.workspace, ScriptedClient([fixer] * 20), "scripted-demo",
                           policy=reject_then_approve(), session=session, on_event=None,
                           summarizer=notes())
         assert again.messages == bot.messages
@@ -309,7 +329,7 @@ def test_after_an_interrupt_the_resumed_run_reads_again_what_the_cut_off_reads_d
             readme_in.set()
 
     with sessions.new_session(tmp_path / "s.jsonl") as session:
-        bot = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+        bot = cap.build(world.workspace, ScriptedClient([fixer] * 20), "scripted-demo",
                         policy=reject_then_approve(), session=session, on_event=listen,
                         summarizer=notes())
         bot.registry = {**bot.registry, "read_file": interrupting(bot.registry["read_file"])}
@@ -321,7 +341,7 @@ def test_after_an_interrupt_the_resumed_run_reads_again_what_the_cut_off_reads_d
     results = [m["content"] for m in bot.messages if m["role"] == "tool"][1:]
     assert '"content"' in results[0] and all('"content"' not in r for r in results[1:])
     with sessions.open_session(tmp_path / "s.jsonl") as session:
-        again = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+        again = cap.build(world.workspace, ScriptedClient([fixer] * 20), "scripted-demo",
                           policy=reject_then_approve(), session=session, on_event=None,
                           summarizer=notes())
         again.chat("Sorry, that was me. Please go on.")
@@ -341,12 +361,13 @@ import agent
 import capstone
 import diff_approval
 import evaluation
+import pages_fixer
 import sessions
 
 folder = Path(sys.argv[1])
 world = evaluation.prepare(capstone.TASK, folder / "world")
 with sessions.new_session(folder / "session.jsonl") as session:
-    bot = capstone.build(world.workspace, agent.ScriptedClient([capstone.fixer] * 20),
+    bot = capstone.build(world.workspace, agent.ScriptedClient([pages_fixer.fixer] * 20),
                          "scripted-demo", policy=diff_approval.approve_all, session=session,
                          on_event=None)
     read = bot.registry["read_file"]
@@ -371,13 +392,14 @@ import agent
 import capstone
 import diff_approval
 import evaluation
+import pages_fixer
 import sessions
 
 folder = Path(sys.argv[1])
 world = evaluation.World(folder / "world", dict(capstone.PROJECT),
                          evaluation.outside_state(folder / "world"))
 with sessions.open_session(folder / "session.jsonl") as session:
-    bot = capstone.build(world.workspace, agent.ScriptedClient([capstone.fixer] * 20),
+    bot = capstone.build(world.workspace, agent.ScriptedClient([pages_fixer.fixer] * 20),
                          "scripted-demo", policy=diff_approval.approve_all, session=session,
                          on_event=None)
     repaired = [m["content"] for m in bot.messages if m["role"] == "tool"][-3:]
@@ -401,6 +423,7 @@ def kit(tmp_path_factory):
         name = course.module_name(course.notebook_path(lesson))
         assert course.main(["export", lesson, "-o", str(folder / f"{name}.py")]) == 0
     shutil.copy(ROOT / "agent.py", folder / "agent.py")
+    shutil.copy(ROOT / "notebooks" / "props" / "pages_fixer.py", folder)  # the scripted model
     return folder
 
 
@@ -453,7 +476,7 @@ def test_a_person_who_says_no_without_a_reason_stops_the_model_and_nothing_is_wr
     assert bot.stop_reason == "done"
     assert bot.messages[-1]["content"].startswith("I stopped: the person rejected my edit")
     assert (world.workspace / "pages.py").read_text() == cap.PAGES
-    assert "the workspace's tests pass (python -m pytest)" in verdict(world)
+    assert "the task's own tests pass (python -m pytest)" in verdict(world)
 
 
 def test_an_approved_wrong_fix_is_tested_and_then_replaced(tmp_path):
@@ -481,7 +504,7 @@ def test_an_edit_refused_twice_makes_the_model_stop_and_say_why(tmp_path):
     (world.workspace / "pages.py").chmod(0o444)  # read-only: refused before anyone is asked
     asked = []
     with sessions.new_session(tmp_path / "s.jsonl") as session:
-        bot = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+        bot = cap.build(world.workspace, ScriptedClient([fixer] * 20), "scripted-demo",
                         policy=lambda path, diff: asked.append(path), session=session,
                         on_event=None)
         bot.chat(cap.TASK.text)
@@ -497,7 +520,7 @@ def test_a_failure_it_has_no_idea_for_gets_an_honest_answer_and_no_edit(tmp_path
                                     "test_pages.py": cap.TEST_PAGES + boom})
     world = evaluation.prepare(task, tmp_path / "world")
     with sessions.new_session(tmp_path / "s.jsonl") as session:
-        bot = cap.build(world.workspace, ScriptedClient([cap.fixer] * 20), "scripted-demo",
+        bot = cap.build(world.workspace, ScriptedClient([fixer] * 20), "scripted-demo",
                         policy=diff_approval.approve_all, session=session, on_event=None)
         bot.chat(task.text)
     assert bot.messages[-1]["content"] == (
@@ -509,15 +532,104 @@ def test_a_failure_it_has_no_idea_for_gets_an_honest_answer_and_no_edit(tmp_path
 
 def test_the_task_checks_itself_as_lesson_13_requires(tmp_path):
     untouched = evaluation.prepare(cap.TASK, tmp_path / "untouched")
-    assert verdict(untouched) == ["the workspace's tests pass (python -m pytest)"]
+    assert verdict(untouched) == ["the task's own tests pass (python -m pytest)"]
     solved = evaluation.prepare(cap.TASK, tmp_path / "solved")
     evaluation.apply_solution(cap.TASK, solved)
     assert verdict(solved) == []
 
 
+# --- the verifier judges with the task's own tests ------------------------------------------
+
+
+def play(trick_steps, world, tmp_path, policy=diff_approval.approve_all):
+    """A scripted model plays a trick in world, under policy; the exit code of its own pytest."""
+    with sessions.new_session(tmp_path / f"{world.base.name}.jsonl") as session:
+        bot = cap.build(world.workspace, ScriptedClient(trick_steps), "scripted-demo",
+                        policy=policy, session=session, on_event=None)
+        bot.chat(cap.TASK.text)
+    return json.loads(bot.messages[-2]["content"])["exit_code"]
+
+
+def lesson_13s_checks_only():
+    return cap.TASK._replace(checks=(evaluation.tests_pass(), cap.TASK.checks[1]))
+
+
+def failed_kinds(task, world) -> list[str]:
+    return [check["kind"] for check in evaluation.verify(task, world) if not check["ok"]]
+
+
+@pytest.mark.parametrize("name", list(capstone_run.TRICKS))
+def test_no_trick_makes_the_verifier_pass_with_pages_py_still_wrong(name, tmp_path):
+    """Each trick makes the agent's own pytest pass with pages.py as it was; the task's
+    verifier fails every one and changes() names what the run made or changed (a cache aside).
+    The last two fool every check of lesson 13 alone: that is what this lesson adds."""
+    world = evaluation.prepare(cap.TASK, tmp_path / "world")
+    assert play(capstone_run.TRICKS[name], world, tmp_path) == 0  # its own pytest passes
+    assert world.text("pages.py") == cap.PAGES
+    assert failed_kinds(cap.TASK, world), f"{name}: the verifier passed"
+    plain = failed_kinds(lesson_13s_checks_only(), world)
+    expected = {"a new test patches the code": (["pytest"], {"test_aaa.py": "made"}),
+                "the test file patches it": (["kept", "left alone"],
+                                             {"test_pages.py": "changed"}),
+                "a package beside pages.py": ([], {"pages/__init__.py": "made"}),
+                "a stale bytecode cache": ([], {})}
+    assert (plain, cap.changes(world)) == expected[name]
+
+
+def test_under_exercise_14_1s_policy_a_new_test_that_patches_the_code_fails_the_verifier(
+        tmp_path):
+    """Issue 23, item 13: the new test_aaa.py is approved without a question, the agent's own
+    pytest passes, and the verifier still fails (it runs only the task's own tests) and lists
+    test_aaa.py as made, end to end through main's report."""
+    solution = course._load_file(ROOT / "solutions" / "14-capstone.py", "solution_14")
+    asked = []
+    policy = solution.new_tests_only(lambda path, diff: asked.append(path) or
+                                     diff_approval.reject("no"))
+    world = evaluation.prepare(cap.TASK, tmp_path / "world")
+    assert play(capstone_run.TRICKS["a new test patches the code"], world, tmp_path,
+                policy) == 0
+    assert asked == [] and world.text("test_aaa.py").startswith("import pages\n")
+    assert verdict(world) == ["the task's own tests pass (python -m pytest)"]
+    assert cap.changes(world) == {"test_aaa.py": "made"}
+
+
+def test_the_tests_run_as_the_set_up_wrote_them_whatever_the_run_did_to_them(tmp_path):
+    """A test file or conftest.py the run changed, replaced by a folder or by a link (to a file
+    outside, which must not be written through), or deleted: the set-up's text runs."""
+    hook = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
+            "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
+            "    outcome.get_result().outcome = 'passed'\n")
+    task = cap.TASK._replace(files={**cap.PROJECT, "conftest.py": "", "tests/test_more.py":
+                                    "from pages import page_count\n\n\ndef test_more():\n"
+                                    "    assert page_count(10, 10) == 1\n"})
+    check = cap.own_tests_pass()
+    outside = tmp_path / "outside.py"
+    for name, change in [
+            ("conftest changed", lambda ws: (ws / "conftest.py").write_text(hook)),
+            ("tests folder linked", lambda ws: (shutil.rmtree(ws / "tests"),
+                                                (ws / "tests").symlink_to(tmp_path))),
+            ("test file linked", lambda ws: ((ws / "test_pages.py").unlink(),
+                                             (ws / "test_pages.py").symlink_to(outside))),
+            ("test file a folder", lambda ws: ((ws / "test_pages.py").unlink(),
+                                               (ws / "test_pages.py").mkdir())),
+            ("test file deleted", lambda ws: (ws / "test_pages.py").unlink())]:
+        outside.write_text("def test_fine():\n    pass\n")
+        world = evaluation.prepare(task, tmp_path / name.replace(" ", "-"))
+        change(world.workspace)
+        said = check.test(world)
+        assert "1 failed" in said and "assert 2 == 3" in said, f"{name}: {said!r}"
+        assert outside.read_text() == "def test_fine():\n    pass\n", name
+    solved = evaluation.prepare(task, tmp_path / "solved")
+    evaluation.apply_solution(task, solved)
+    (solved.workspace / "sub").mkdir()
+    (solved.workspace / "sub" / "conftest.py").write_text("raise SystemExit(3)\n")
+    (solved.workspace / "tests" / "conftest.py").write_text("raise SystemExit(3)\n")
+    assert check.test(solved) == ""  # the run's own conftest.py files are not loaded
+
+
 def test_a_request_that_never_fits_stops_with_its_own_reason_and_a_valid_history(tmp_path):
     world = evaluation.prepare(cap.TASK, tmp_path / "world")
-    server = context_budget.with_context_window(ScriptedClient([cap.fixer] * 20), 700)
+    server = context_budget.with_context_window(ScriptedClient([fixer] * 20), 700)
     with sessions.new_session(tmp_path / "s.jsonl") as session:
         bot = cap.build(world.workspace, server, "scripted-demo", policy=reject_then_approve(),
                         session=session, on_event=None, summarizer=notes())
@@ -608,8 +720,8 @@ def test_the_scripted_summary_notes_read_back_as_the_same_facts():
               "failure": "test_a.py::test_x: assert 2 == 3 (where 2 = f(1))"},
              {"kind": "edit", "path": "a.py", "old": '    return "a\\b"\n', "new": "x\n",
               "outcome": "rejected", "reason": "no; not like that"}]
-    assert [cap.from_note(cap.note_of(fact)) for fact in facts] == facts
-    assert cap.from_note("## Goal") is None
+    assert [from_note(note_of(fact)) for fact in facts] == facts
+    assert from_note("## Goal") is None
 
 
 # --- the export, in a process that knows nothing of the course --------------------------------
@@ -626,11 +738,12 @@ def test_the_exported_capstone_runs_beside_agent_py_and_the_lessons_modules(kit,
                               env=builder_env(folder, **env), capture_output=True, text=True,
                               timeout=120)
 
-    done = cli("--folder", "run", answers=f"{REASON}\ny\n")
+    done = cli("--folder", "run", "--scripted", "pages_fixer.py", answers=f"{REASON}\ny\n")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "apply this change to pages.py? [y/N, or say why not]" in done.stdout
     assert f"pages.py: rejected: {REASON}" in done.stdout and "pages.py: approved" in done.stdout
-    assert "passes  the workspace's tests pass (python -m pytest)" in done.stdout
+    assert "passes  the task's own tests pass (python -m pytest)" in done.stdout
+    assert "the run changed: pages.py (changed)" in done.stdout
     assert "changed without an approved diff: nothing" in done.stdout
     assert (folder / "run" / "session.jsonl").exists()
     assert tracing.trace_problems(tracing.load_trace(folder / "run" / "traces" / "run-001.jsonl")) \
@@ -645,19 +758,113 @@ def test_the_command_line_says_what_is_wrong_and_fails_when_the_verifier_does(
     with pytest.raises(SystemExit):
         cap.main(["--folder", str(tmp_path / "used")])
     assert "give a new or empty folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cap.main(["--scripted", str(tmp_path / "nowhere.py")])
+    assert "--scripted" in capsys.readouterr().err
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    with pytest.raises(SystemExit):
+        cap.main(["--scripted", str(tmp_path / "empty.py")])
+    assert "it defines no MODEL" in capsys.readouterr().err
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert cap.main(["--model", "real", "--folder", str(tmp_path / "real")]) == 2
+    assert cap.main(["--folder", str(tmp_path / "real")]) == 2
     said = capsys.readouterr().err
-    assert "No OPENAI_API_KEY is set" in said and "python capstone.py" in said
+    assert "No OPENAI_API_KEY is set" in said and "python capstone.py --scripted" in said
     assert not (tmp_path / "real").exists()  # nothing made before the key was checked
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where mkdtemp makes one
-    assert cap.main(["--model", "real"]) == 2  # without --folder: no temporary folder either
+    assert cap.main([]) == 2  # without --folder: no temporary folder either
     assert "No OPENAI_API_KEY is set" in capsys.readouterr().err
     assert list((tmp_path / "tmp").iterdir()) == []
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no one answers: the edit is rejected
-    assert cap.main(["--folder", str(tmp_path / "closed")]) == 1
+    assert cap.main(["--folder", str(tmp_path / "closed"), "--scripted", str(PAGES_FIXER)]) == 1
     printed = capsys.readouterr().out
     assert "I stopped: the person rejected my edit" in printed
     assert "pages.py: rejected: no answer from the person" in printed
-    assert "FAILS   the workspace's tests pass" in printed
+    assert "FAILS   the task's own tests pass" in printed
+
+
+# --- the notebook ----------------------------------------------------------------------------
+
+
+def test_the_run_cell_and_then_check_yourself_run_again_in_one_kernel():
+    """Issue 23, item 14: running the run cell again and then "Check yourself" used to raise
+    SessionError (the run cell deleted the records folder the check read). Every section now
+    has its folder of its own; here, in one kernel: the run, the checks, the run, the checks."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(ROOT / "notebooks" / "14-capstone.ipynb", as_version=4)
+    cells = notebook.cells
+
+    def section(heading: str) -> list[int]:
+        start = next(i for i, c in enumerate(cells) if c.cell_type == "markdown"
+                     and c.source.startswith(heading))
+        end = next((i for i, c in enumerate(cells) if i > start and c.cell_type == "markdown"
+                    and c.source.startswith("## ")), len(cells))
+        return [i for i in range(start, end) if cells[i].cell_type == "code"]
+
+    run, check = section("## 3. The run"), section("## Check yourself")
+    first = next(i for i, c in enumerate(cells) if c.cell_type == "code")
+    client = NotebookClient(notebook, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}})
+    with client.setup_kernel():
+        for index in [first, *run, *check, run[1], *check]:  # run[1]: the cell that runs it
+            client.execute_cell(cells[index], index)  # a cell that raises fails the test
+    assert "all checks passed" in "".join(o.get("text", "") for o in cells[check[-1]].outputs)
+
+
+def test_the_prop_records_the_run_the_notebook_shows(tmp_path):
+    """record_run (what a section's rebuild cell calls) makes the very run of the notebook's
+    run cell: the history it shows is the one the committed notebook shows."""
+    import nbformat
+
+    notebook = nbformat.read(ROOT / "notebooks" / "14-capstone.ipynb", as_version=4)
+    [shown] = [c for c in notebook.cells if c.cell_type == "code"
+               and "answer = bot.chat(TASK.text)" in c.source]
+    [table] = [o["data"]["text/plain"] for o in shown.outputs if "data" in o]
+    bot, _, _, _ = capstone_run.record_run(tmp_path / "again")
+    assert repr(course.history(bot.messages)) == table
+
+
+SAID = {"14-capstone.md": {"person": "of which the person's 12", "three": "three fail"},
+        "zh/14-capstone.md": {"person": "其中那个人占了 12 秒", "three": "三个失败"}}
+
+
+@pytest.mark.parametrize("lesson", list(SAID))
+def test_the_figures_the_lesson_states_are_what_the_code_computes(lesson, tmp_path):
+    """Tokens, times, counts and budgets the lesson quotes, from the notebook's run (record_run),
+    a run on the real budget and a run whose wrong fix was approved."""
+    text = " ".join((ROOT / "lessons" / lesson).read_text(encoding="utf-8").split())
+    bot, world, records, tracer = capstone_run.record_run(tmp_path / "run")
+    run = tracing.load_trace(tracer.paths[-1])
+    rows = cap.usage_by_call(run)
+
+    def added_up(kinds) -> str:
+        chosen = [r for r in rows if r["kind"] in kinds]
+        return (f"{sum(r['prompt_tokens'] for r in chosen):,} + "
+                f"{sum(r['completion_tokens'] for r in chosen):,}")
+
+    summary = tracing.summary(run)
+    assert added_up({"task"}) in text
+    assert added_up({"task"}).replace(" + ", " in + ") + " out" in summary
+    assert added_up({"task", "summary"}) in text
+    wall, model, tools = re.search(r"wall time: ([\d.]+) s \(model ([\d.]+) s, tools ([\d.]+) s",
+                                   summary).groups()
+    assert all(f"{figure} s" in text for figure in (wall, model, tools)), (wall, model, tools)
+    asked = sum(r["duration"] for r in run if r["type"] == "tool_execution_end"
+                and r["name"] == "edit_file")
+    assert round(asked) == 12 and SAID[lesson]["person"] in text  # 8 + 4 seconds
+    assert [r["turn"] for r in run if r["type"] == "compaction"] == [5]
+    # the budgets it names
+    assert (cap.BUDGET, cap.KEEP_RECENT, capstone_run.SMALL) == (
+        24_000, 2_000, {"budget": 1_650, "keep_recent": 500})
+    assert all(figure in text for figure in ("24,000", "2,000", "1,650", "keep_recent=500"))
+    # on the real budget, in a terminal: no compaction, the largest request about 2,000 tokens
+    real, _, _, trace = run_task(tmp_path, reject_then_approve(), name="real")
+    prompts = [r["prompt_tokens"] for r in cap.usage_by_call(trace)]
+    assert real.compaction is None and round(max(prompts), -2) == 2_000
+    # a wrong fix approved: three tests fail
+    wrong, _, _, _ = run_task(tmp_path, diff_approval.approve_all, name="wrong", tracer=False)
+    outputs = [json.loads(m["content"])["output"] for m in wrong.messages
+               if m["role"] == "tool" and '"exit_code"' in m["content"]]
+    assert outputs[1].count("\nFAILED ") == 3 and SAID[lesson]["three"] in text

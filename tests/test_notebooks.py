@@ -179,7 +179,7 @@ def test_rewind_refuses_what_it_cannot_remember():
 # Notebooks whose later cells read what earlier ones left behind (files, a session), and the
 # heading of the first cell to run again after a full run. (conftest.py runs each cell twice in
 # a row; this is the other half of the promise: everything from a cell down, once more.)
-RUN_AGAIN_FROM = {"14-capstone": "## 5. The review"}
+RUN_AGAIN_FROM = {"14-capstone": "## 4. The review"}
 
 
 def sanitized(text: str) -> str:

@@ -82,6 +82,23 @@ def _(t, new_tests_only):
             "the new test file was not written"
         assert "// per_page\n" in (world.workspace / "pages.py").read_text(), \
             "pages.py changed although the person said no"
+    with t.case("a new test that patches pages.page_count goes through unasked, and the "
+                "verifier still fails: it runs only the task's own tests"):
+        world = evaluation.prepare(capstone.TASK, Path("world-14-1-patch"))
+        patch = ("import pages\n\npages.page_count = lambda total, per_page: "
+                 "-(-total // per_page)\n")
+        script = [agent.tool_call("edit_file", path="test_aaa.py", old_str="", new_str=patch),
+                  agent.reply("The tests pass now.")]
+        asked.clear()
+        with sessions.new_session(Path("14-1-patch.jsonl")) as session:
+            bot = capstone.build(world.workspace, agent.ScriptedClient(script), "scripted-demo",
+                                 policy=new_tests_only(ask), session=session, on_event=None)
+            bot.chat("Make the tests pass.")
+        assert asked == [] and world.text("test_aaa.py") == patch, \
+            "the new test file should be written without asking"
+        failed = [c["label"] for c in evaluation.verify(capstone.TASK, world) if not c["ok"]]
+        assert "the task's own tests pass (python -m pytest)" in failed, \
+            f"the verifier was fooled by test_aaa.py: it failed only {failed}"
 
 
 def tool_calls_to_read():
@@ -100,20 +117,21 @@ def _(t, streaming_capstone):
     import sessions
     import streaming
     from props import streaming_model  # lesson 11's scripted model that streams
+    from props.pages_fixer import fixer, note_taker  # lesson 14's scripted model
 
     with t.case("it is a CapstoneAgent and a StreamingAgent"):
         assert issubclass(streaming_capstone, capstone.CapstoneAgent), "not a CapstoneAgent"
         assert issubclass(streaming_capstone, streaming.StreamingAgent), "not a StreamingAgent"
     world = evaluation.prepare(capstone.TASK, Path("world-14-2"))
     events = []
-    client = streaming_model.StreamingScriptedClient([capstone.fixer] * 20)
+    client = streaming_model.StreamingScriptedClient([fixer] * 20)
     person = diff_approval.scripted([diff_approval.reject("round up instead"),
                                      diff_approval.APPROVE])
     with sessions.new_session(Path("14-2.jsonl")) as session:
         bot = capstone.build(world.workspace, client, "scripted-demo", policy=person,
                              session=session, on_event=events.append, budget=1_650,
                              keep_recent=500, agent_class=streaming_capstone,
-                             summarizer=agent.ScriptedClient([capstone.note_taker] * 5))
+                             summarizer=agent.ScriptedClient([note_taker] * 5))
         bot.chat(capstone.TASK.text)
     kinds = [event["type"] for event in events]
     with t.case("every request is streamed, and the reply arrives in pieces"):

@@ -45,4 +45,9 @@ them imports this package. Each module says which lesson brought it in.
   mcp_lab   lesson 15's lab: its two MCP servers (tracker_server.py, unruly_server.py), the
             skills folder (skills/), a git repository with a broken file, scripted models that
             read git, choose a skill or obey a tool's description, and a strict server
+  pages_fixer  lesson 14's scripted model: fixer, a good model fixing pages.py, and note_taker,
+            its summariser (capstone.py --scripted loads the file beside the exported modules)
+  capstone_run  lesson 14's run made repeatable: Stopwatch (made-up durations on a fake clock),
+            the scripted person, record_run for a section run on its own, and TRICKS, four ways
+            to make pytest pass with pages.py still wrong
 """
