@@ -27,14 +27,20 @@
 import copy
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 _run_tmp = None
 _fork_server = None
+# IPython's history is off: nbval runs cells with store_history=False, so it would hold
+# nothing, yet each kernel would open (and write) one SQLite file shared by every kernel of
+# the run, in a thread of its own.
+KERNEL_OPTIONS = ["--HistoryManager.enabled=False"]
 collect_ignore = ["notebooks/zh"]  # 6.
 
 
@@ -128,12 +134,12 @@ def _starts_a_section(item) -> bool:
 
 def _fresh_kernel(notebook) -> None:
     """Replace the notebook's kernel with a new one and run only its first code cell there."""
-    from nbval.kernel import CURRENT_ENV_KERNEL_NAME, RunningKernel
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME
     old = notebook.kernel
     name = (CURRENT_ENV_KERNEL_NAME if notebook.config.option.nbval_current_env
             else notebook.nb.metadata.get("kernelspec", {}).get("name", "python"))
-    notebook.kernel = RunningKernel(name, cwd=str(notebook.fspath.dirname),
-                                    startup_timeout=notebook.config.option.nbval_kernel_startup_timeout)
+    notebook.kernel = _QuickKernel(name, cwd=str(notebook.fspath.dirname),
+                                   startup_timeout=notebook.config.option.nbval_kernel_startup_timeout)
     old.stop()
     first = next(cell for cell in notebook.nb.cells if cell.cell_type == "code")
     kernel = notebook.kernel
@@ -144,6 +150,73 @@ def _fresh_kernel(notebook) -> None:
     if reply["content"]["status"] != "ok":
         raise RuntimeError("the notebook's first cell failed in a fresh kernel: "
                            f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}")
+
+
+def _quick_kernels():
+    """nbval's RunningKernel, started and stopped without two waits that jupyter_client makes
+    and a test run does not need (0.3 s a kernel, and a fresh kernel starts for every `## `
+    section): after the kernel answers, wait_for_ready waits 0.2 s more for the iopub channel
+    to fall quiet (nbval reads only the messages of the cell it runs, and ignores the rest);
+    a killed kernel is polled every 0.1 s until its process is gone (here every 5 ms). The
+    kernel is ready, as nbval itself decides, once it has answered a kernel_info request on
+    the shell channel and its idle status for that request has come on iopub."""
+    from queue import Empty
+
+    import zmq
+    from jupyter_client.manager import KernelManager
+    from nbval import plugin
+    from nbval.kernel import NbvalKernelspecManager, RunningKernel
+
+    class QuickManager(KernelManager):
+        async def _async_wait(self, pollinterval: float = 0.1) -> None:
+            await super()._async_wait(pollinterval=0.005)
+
+    class QuickKernel(RunningKernel):
+        def __init__(self, kernel_name, cwd=None, startup_timeout=60):
+            self.km = QuickManager(kernel_name=kernel_name,
+                                   kernel_spec_manager=NbvalKernelspecManager())
+            self.km.start_kernel(stderr=subprocess.DEVNULL, cwd=cwd)  # as nbval starts it
+            self.kc = self.km.client()
+            # The client's sockets connect before the kernel has bound its ports; zmq then
+            # tries again every 100 ms by default.
+            self.kc.context.setsockopt(zmq.RECONNECT_IVL, 5)
+            self.kc.start_channels()
+            try:
+                self._until_ready(time.monotonic() + startup_timeout)
+            except BaseException:
+                self.stop()
+                raise
+
+        def _until_ready(self, deadline: float) -> None:
+            wait = 0.05  # for the idle status; longer each time it is missed
+            while True:
+                asked = self.kc.kernel_info()
+                answered = False
+                while time.monotonic() < deadline:
+                    try:
+                        if not answered:
+                            reply = self.kc.get_shell_msg(timeout=1)
+                            answered = reply["parent_header"].get("msg_id") == asked
+                        else:  # the reply came: now its idle status on iopub
+                            self.await_idle(asked, timeout=wait)
+                            return
+                    except Empty:
+                        if answered:  # iopub was not connected yet when it was sent
+                            wait = min(2 * wait, 1.0)
+                            break  # ask again
+                        if not self.km.is_alive():
+                            raise RuntimeError("the kernel died before it was ready") from None
+                else:
+                    raise RuntimeError("the kernel did not answer before its startup timeout")
+
+    plugin.RunningKernel = QuickKernel  # what IPyNbFile.setup starts
+    return QuickKernel
+
+
+try:
+    _QuickKernel = _quick_kernels()
+except ImportError:  # nbval not installed: no notebooks to run
+    _QuickKernel = None
 
 
 def _use_forked_kernels() -> None:
@@ -160,7 +233,8 @@ def _use_forked_kernels() -> None:
         if kernel_name == CURRENT_ENV_KERNEL_NAME:
             if _fork_server is None:
                 _fork_server = fork_kernels.start_server()
-            spec.argv = [sys.executable, fork_kernels.__file__, "{connection_file}"]
+            spec.argv = [sys.executable, fork_kernels.__file__, "{connection_file}",
+                         *KERNEL_OPTIONS]
         return spec
 
     NbvalKernelspecManager.get_kernel_spec = get_kernel_spec

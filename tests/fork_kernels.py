@@ -12,7 +12,7 @@ have. `python`'s random module and tempfile reseed themselves in a forked child.
 
 Two programs in one file:
   serve(address)            the fork server: forks one kernel per connection
-  python fork_kernels.py CONNECTION_FILE
+  python fork_kernels.py CONNECTION_FILE [OPTION ...]
                             the launcher nbval starts in place of ipykernel_launcher: it asks
                             the server for a kernel, hands it its own stdin/stdout/stderr,
                             passes on the signals it gets (an interrupt, a terminate), and exits
@@ -30,7 +30,19 @@ import sys
 import tempfile
 
 ADDRESS = "AFZ_FORK_SERVER"  # the environment variable that holds the server's socket path
-PRELOADED = ("ipykernel.kernelapp", "openai", "httpx2", "pydantic")
+PRELOADED = (
+    "ipykernel.kernelapp", "openai", "httpx2", "pydantic",
+    # What IPKernelApp.initialize imports in every kernel (its shell, its debugger's debugpy,
+    # IPython's completer and magics): 0.1-0.2 s a kernel when imported after the fork.
+    "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger", "IPython.core.completerlib",
+    "IPython.core.debugger", "IPython.core.oinspect", "IPython.extensions.storemagic",
+    "tornado.platform.asyncio",
+    # Lesson 15's client side (mcp_and_skills imports them): 0.7 s in each of its sections.
+    "mcp", "mcp.client.stdio", "mcp.shared.exceptions", "mcp.types", "anyio.from_thread",
+)
+# None of these may start a thread (a fork copies only the thread that forks) or import
+# matplotlib, which reads MPLBACKEND when it is imported: ipykernel sets that only when the
+# kernel starts. serve() refuses to run if one does.
 
 
 def start_server() -> subprocess.Popen:
@@ -48,8 +60,16 @@ def start_server() -> subprocess.Popen:
 
 
 def serve(address: str) -> None:
+    # debugpy, imported here and not in each kernel, would warn about frozen modules on the
+    # test run's terminal (a kernel's own stderr goes nowhere). Only the server has this
+    # variable: each kernel gets its launcher's environment.
+    os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     for name in PRELOADED:
         __import__(name)
+    threads = os.listdir("/proc/self/task")
+    if len(threads) != 1 or "matplotlib" in sys.modules:
+        raise SystemExit(f"a module in PRELOADED started {len(threads) - 1} thread(s) or "
+                         "imported matplotlib: a fork of this process is not a fresh kernel")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(16)
@@ -109,7 +129,7 @@ def fork_kernel(listener: socket.socket, launcher: socket.socket) -> int:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        sys.argv = [sys.argv[0], "-f", request["connection_file"]]
+        sys.argv = [sys.argv[0], "-f", request["connection_file"], *request["options"]]
         # ipykernel reads these two from the environment when it is imported, which here was
         # before the fork: give them as the launcher's environment has them.
         for trait, variable in (("parent_handle", "JPY_PARENT_PID"),
@@ -131,12 +151,13 @@ def fork_kernel(listener: socket.socket, launcher: socket.socket) -> int:
     os._exit(code)
 
 
-def launch(connection_file: str) -> int:
-    """Run as nbval's kernel command: get a forked kernel and stand in for it."""
+def launch(connection_file: str, *options: str) -> int:
+    """Run as nbval's kernel command: get a forked kernel and stand in for it. options go to
+    the kernel's command line, as to ipykernel_launcher's."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(os.environ[ADDRESS])
     request = {"connection_file": os.path.abspath(connection_file), "cwd": os.getcwd(),
-               "env": dict(os.environ)}
+               "env": dict(os.environ), "options": list(options)}
     socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
     replies = conn.makefile("r")
     pid = int(replies.readline().split()[1])
@@ -157,4 +178,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
         serve(sys.argv[2])
     else:
-        sys.exit(launch(sys.argv[1]))
+        sys.exit(launch(*sys.argv[1:]))
