@@ -94,7 +94,7 @@ VALIDITY_CASES = [  # (what, in Chinese, history, would a strict server accept i
 
 
 @course.exercise("03.1", "valid(messages): would a strict server accept this history?",
-                         "valid(messages)：严格服务端会接受这段消息历史吗？")
+                         "valid(messages)：严格服务器会接受这段消息历史吗？")
 def _(t, valid):
     make_fruit()
     lesson = agent_run(lesson_script()).messages

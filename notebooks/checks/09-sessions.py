@@ -49,7 +49,7 @@ def _(t, repair):
             "c1's answer belongs right after its batch's results, before the user message")
         assert got[5:] == history[4:], "everything after the repaired batch stays as it was"
     with t.case("every repaired history is one a strict server accepts",
-                "修补后的每段消息历史，严格服务端都会接受"):
+                "修补后的每段消息历史，严格服务器都会接受"):
         for history in ([asks("c1")], [USER, asks("a", "b"), USER, asks("c"), result("c")],
                         [USER, asks("x"), result("x"), asks("y", "z")]):
             problem = agent.pairing_problem(repair(copy.deepcopy(history)))

@@ -81,7 +81,7 @@ def _(t, safe_cut):
             got = safe_cut(copy.deepcopy(messages), wanted)
             assert got == 1, f"for wanted={wanted} it returned {got}, not 1"
     with t.case("every answer, for every wanted, keeps a part a strict server accepts",
-                "对每个 wanted，每个答案留下的部分，严格服务端都会接受"):
+                "对每个 wanted，每个答案留下的部分，严格服务器都会接受"):
         for wanted in range(0, len(messages) + 2):
             problem = is_valid_cut(messages, wanted, safe_cut(copy.deepcopy(messages), wanted))
             assert problem is None, problem
@@ -140,7 +140,7 @@ def _(t, elide_stale_reads):
         assert got[8] == messages[8], "b.txt was read once: keep it"
         assert got[10] == messages[10], "errors are kept as they are"
     with t.case("a result cut by agent.bound (no longer JSON) is a successful read too",
-                "被 agent.bound 截短的结果（已经不是 JSON）也算成功的读取"):
+                "被 agent.bound 截断的结果（已经不是 JSON）也算成功的读取"):
         got = answer()
         assert got[12]["content"] == context_budget.stub(calls["c6"], messages[12]["content"]), (
             "big.log was read again (c7): its first, cut read is stale")
@@ -183,7 +183,7 @@ def _(t, Calibrated):
             f"with the tools expected {with_tools}, got "
             f"{fresh.tokens(Numbers.messages, Numbers.tools)}")
     with t.case("after a server counted 1.5 times the estimate, it says 1.5 times as much",
-                "服务端数出的是估算的 1.5 倍之后，估算也变成 1.5 倍"):
+                "服务器数出的是估算的 1.5 倍之后，估算也变成 1.5 倍"):
         learner = Calibrated()
         learner.observe(1_000, {"prompt_tokens": 1_500, "completion_tokens": 9})
         got = learner.tokens(Numbers.messages)
