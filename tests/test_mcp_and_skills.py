@@ -365,10 +365,10 @@ def test_poisoning_is_stopped_by_approval_not_by_the_jail_nor_by_the_servers_hin
                       {**file_registry, **gated})
     bot.chat("How many words are in 'the quick brown fox'?")
     secret_read, refused = tool_messages(bot)
-    assert "sk-demo-0000" in secret_read  # the jail allows .env: it is in the workspace
+    assert "demo-key-0000" in secret_read  # the jail allows .env: it is in the workspace
     assert "did not allow this call" in refused and "Nothing was sent" in refused
     [(name, call)] = shown
-    assert name == "unruly__word_count" and "sk-demo-0000" in call  # the person saw the key
+    assert name == "unruly__word_count" and "demo-key-0000" in call  # the person saw the key
     assert pairing_problem(bot.messages) is None
 
 

@@ -35,7 +35,7 @@ SKILLS = HERE / "skills"
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
 TASK = ("greet.py prints a misspelled greeting since my last change. Look at what changed in "
         "the git repository, then fix it.")
-DEMO_ENV = "OPENAI_API_KEY=sk-demo-0000-not-a-real-key\n"  # a demo secret for the workspace
+DEMO_ENV = "OPENAI_API_KEY=demo-key-0000-not-real\n"  # a demo secret for the workspace
 
 
 def git(folder: Path, *args: str) -> str:
