@@ -3,10 +3,14 @@
 1. Every temporary folder made during the run (the notebooks' workspaces included: their
    kernels inherit this environment) goes under one folder that is removed at the end, so
    repeated runs leave nothing behind in the system's temporary directory.
-2. Every notebook cell runs twice in a row, and both runs must match the committed outputs:
-   students re-run cells all the time, and a cell that breaks or changes on a second run
-   breaks the lesson. A cell tagged "once" is run again too, but only its first output is
-   compared (it must say, in one line, why it cannot be repeated).
+2. With --complete (.ci/run's second pass), every notebook cell runs twice in a row, and both
+   runs must match the committed outputs: students re-run cells all the time, and a cell that
+   breaks or changes on a second run breaks the lesson. A cell tagged "once" is run again too,
+   but only its first output is compared (it must say, in one line, why it cannot be
+   repeated). --complete also runs the tests marked slow (whole agents in subprocesses, real
+   kernels and servers, notebooks run again). Without it, the quick pass the README names:
+   each cell once, the slow tests left out; it should take about two minutes on two cores
+   (tests/bench_suite.py measures it).
 3. A display updated in place (IPython's display_id, as course.watch uses) is compared in
    its final state, as Jupyter shows it and as the committed notebook holds it; nbval by
    itself would compare the first state.
@@ -48,6 +52,15 @@ def pytest_addoption(parser):
     parser.addoption("--one-kernel", action="store_true",
                      help="run each notebook top to bottom in one kernel (as Run All does), "
                           "not each ## section in a fresh kernel")
+    parser.addoption("--complete", action="store_true",
+                     help="the complete pass: every notebook cell twice, and the tests marked "
+                          "slow (the quick pass runs each cell once and leaves them out)")
+
+
+def pytest_report_header(config):
+    if not config.getoption("--complete"):
+        return ("quick pass: each notebook cell runs once, tests marked slow are left out; "
+                "`pytest --complete` runs every cell twice and the slow tests too (.ci/run does)")
 
 
 def pytest_configure(config):
@@ -69,21 +82,26 @@ def pytest_unconfigure(config):
     shutil.rmtree(_run_tmp, ignore_errors=True)
 
 
-# --- 2. every notebook cell, twice ---------------------------------------------------------
+# --- 2. every notebook cell, twice (--complete); the slow tests ------------------------------
 
 def pytest_collection_modifyitems(config, items):
     try:
         from nbval.plugin import IPyNbCell
     except ImportError:  # nbval not installed: nothing to do
         return
-    one_kernel = config.getoption("--one-kernel")
+    one_kernel, complete = config.getoption("--one-kernel"), config.getoption("--complete")
+    if not complete:
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
     for item in items:
         if isinstance(item, IPyNbCell):
             starts = not one_kernel and _starts_a_section(item)
-            item.runtest = _twice(item, fresh_kernel_first=starts)
+            item.runtest = _twice(item, fresh_kernel_first=starts, again=complete)
 
 
-def _twice(item, fresh_kernel_first=False):
+def _twice(item, fresh_kernel_first=False, again=True):
     run = item.runtest
 
     def runtest():
@@ -94,6 +112,8 @@ def _twice(item, fresh_kernel_first=False):
         reference = copy.deepcopy(item.cell.outputs)
         run()
         item.cell.outputs = reference
+        if not again:
+            return
         if "once" in item.cell.metadata.get("tags", []):
             check, item.options["check"] = item.options["check"], False
             try:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import course
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,6 +59,7 @@ print(json.dumps({
 '''
 
 
+@pytest.mark.slow
 def test_lessons_05_to_07_exported_run_as_one_agent_beside_agent_py(tmp_path):
     kit = tmp_path / "kit"
     assert course.main(["export", "--all", "-o", str(kit)]) == 0

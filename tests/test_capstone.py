@@ -179,6 +179,7 @@ def test_the_reads_of_one_response_run_together_and_enter_the_history_in_call_or
     assert agent.pairing_problem(bot.client.requests[-1]["messages"]) is None
 
 
+@pytest.mark.slow
 def test_every_request_pairs_even_when_every_turn_is_compacted(tmp_path):
     bot, world, _, records = run_task(tmp_path, reject_then_approve(), budget=700, keep_recent=0)
     assert bot.stop_reason == "done" and verdict(world) == []
@@ -241,6 +242,7 @@ def test_the_trace_has_no_problems_and_agrees_with_the_session(tmp_path):
     assert len(ended) == 1 and "rejected this edit" in ended[0]["result"]
 
 
+@pytest.mark.slow
 def test_each_shell_command_s_process_group_is_in_the_session_for_resume(tmp_path):
     """build gives the shell lesson 09's recording_processes: every run_command call has a
     process entry right after its tool_start, which resume reads after a crash."""
@@ -255,6 +257,7 @@ def test_each_shell_command_s_process_group_is_in_the_session_for_resume(tmp_pat
                if e["type"] == "process")
 
 
+@pytest.mark.slow
 def test_the_session_resumes_to_the_same_history_and_the_same_next_request(tmp_path):
     bot, world, session_file, _ = run_task(tmp_path, reject_then_approve(), **SMALL)
     assert bot.compaction is not None
@@ -271,6 +274,7 @@ def test_the_session_resumes_to_the_same_history_and_the_same_next_request(tmp_p
     assert sessions.load_session(session_file).messages() == again.messages
 
 
+@pytest.mark.slow
 def test_an_interrupt_in_the_middle_of_the_parallel_reads_leaves_a_session_that_resumes(tmp_path):
     world = evaluation.prepare(cap.TASK, tmp_path / "world")
     started = threading.Barrier(3, timeout=10)
@@ -305,6 +309,7 @@ def test_an_interrupt_in_the_middle_of_the_parallel_reads_leaves_a_session_that_
 
 
 
+@pytest.mark.slow
 def test_after_an_interrupt_the_resumed_run_reads_again_what_the_cut_off_reads_did_not_give(
         tmp_path):
     """Ctrl-C lands once README.md's read is in the history and the other two are not: the
@@ -432,6 +437,7 @@ def builder_env(folder: Path, **more) -> dict:
             **more}
 
 
+@pytest.mark.slow
 def test_a_run_killed_in_the_middle_of_its_parallel_reads_resumes_in_a_new_process(kit,
                                                                                      tmp_path):
     folder = tmp_path / "killed"
@@ -479,6 +485,7 @@ def test_a_person_who_says_no_without_a_reason_stops_the_model_and_nothing_is_wr
     assert "the task's own tests pass (python -m pytest)" in verdict(world)
 
 
+@pytest.mark.slow
 def test_an_approved_wrong_fix_is_tested_and_then_replaced(tmp_path):
     bot, world, _, _ = run_task(tmp_path, diff_approval.approve_all)
     edits = [json.loads(c["function"]["arguments"]) for m in bot.messages
@@ -727,6 +734,7 @@ def test_the_scripted_summary_notes_read_back_as_the_same_facts():
 # --- the export, in a process that knows nothing of the course --------------------------------
 
 
+@pytest.mark.slow
 def test_the_exported_capstone_runs_beside_agent_py_and_the_lessons_modules(kit, tmp_path):
     folder = tmp_path / "builder"
     shutil.copytree(kit, folder)

@@ -259,6 +259,7 @@ def test_the_current_turn_begins_at_the_last_message_that_is_not_a_result():
 # --- fuzz: every request of a compacted history pairs -------------------------------------------
 
 
+@pytest.mark.slow
 def test_fuzz_every_request_made_from_a_growing_history_pairs_and_keeps_the_task():
     rng = random.Random(2026)
     summaries = refusals = overflows = 0
@@ -312,6 +313,7 @@ def random_script(rng: random.Random, files: list[str]) -> list:
     return steps
 
 
+@pytest.mark.slow
 def test_fuzz_real_runs_pair_every_request_and_keep_the_plain_history(tmp_path):
     files = []
     for n, size in enumerate([50, 700, 4_000, 15_000, 30_000]):
@@ -751,6 +753,7 @@ def test_the_estimate_is_the_scripted_models_count_give_or_take_the_model_name()
 # --- take it with you -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_exported_module_compacts_beside_agent_py_and_lesson_07s(tmp_path):
     kit = tmp_path / "kit"
     kit.mkdir()

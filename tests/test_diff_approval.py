@@ -15,6 +15,7 @@ from pathlib import Path
 import course  # first: it makes `import sandbox` load lesson 05's export cells
 import pytest
 import sandbox  # the module diff_approval imports when stacked
+from props.half_write import HalfWriter  # the notebook's own half-written temporary file
 
 import agent
 from agent import Agent, ScriptedClient, reply, tool_call
@@ -465,30 +466,6 @@ def test_bytes_are_written_exactly():
     assert Path("crlf.txt").read_bytes() == b"one\r\n2\r\n"
 
 
-class HalfWriter:
-    """Stands in for the temporary file: writes half of what it is given, then fails."""
-
-    def __init__(self, file):
-        self.file = file
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.file.close()
-
-    def write(self, data):
-        self.file.write(data[: len(data) // 2])
-        self.file.flush()
-        raise OSError("simulated: disk full half-way through the write")
-
-    def flush(self):
-        self.file.flush()
-
-    def fileno(self):
-        return self.file.fileno()
-
-
 def fail(message):
     def failing(*args, **kwargs):
         raise OSError(message)
@@ -498,7 +475,7 @@ def fail(message):
 FAILURES = {
     "write half-way": lambda mp: mp.setattr(os, "fdopen",
                                             lambda fd, mode, real=os.fdopen: HalfWriter(
-                                                real(fd, mode))),
+                                                real(fd, mode), quiet=True)),
     "fsync": lambda mp: mp.setattr(os, "fsync", fail("simulated: fsync failed")),
     "chmod": lambda mp: mp.setattr(os, "chmod", fail("simulated: chmod failed")),
     "replace": lambda mp: mp.setattr(os, "replace", fail("simulated: rename failed")),
@@ -1203,6 +1180,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stacked", [False, True], ids=["beside agent.py", "and sandbox.py"])
 def test_the_exported_module_works_beside_agent_py_and_stacks_on_sandbox_py(tmp_path, stacked):
     import shutil

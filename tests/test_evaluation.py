@@ -213,6 +213,7 @@ def plant_plugin(folder: Path) -> None:
     (info / "entry_points.txt").write_text("[pytest11]\nallpass = allpass\n")
 
 
+@pytest.mark.slow
 def test_a_plugin_the_run_planted_in_the_workspace_is_not_loaded(tmp_path):
     world = untouched_fix_total(tmp_path)
     plant_plugin(world.workspace)
@@ -221,6 +222,7 @@ def test_a_plugin_the_run_planted_in_the_workspace_is_not_loaded(tmp_path):
     assert ev.tests_pass().test(world) == FAILS
 
 
+@pytest.mark.slow
 def test_a_plugin_installed_in_the_environment_is_not_loaded(tmp_path, monkeypatch):
     """A Python environment with a pytest plugin installed (an entry point in its
     site-packages), and the course's packages beside it: PYTEST_DISABLE_PLUGIN_AUTOLOAD is
@@ -241,6 +243,7 @@ def test_a_plugin_installed_in_the_environment_is_not_loaded(tmp_path, monkeypat
     assert ev.tests_pass().test(world) == FAILS
 
 
+@pytest.mark.slow
 def test_an_ini_file_or_a_pytest_py_in_the_workspace_does_not_decide_the_verdict(tmp_path):
     world = untouched_fix_total(tmp_path)
     (world.workspace / "pytest.ini").write_text("[pytest]\naddopts = --collect-only\n")
@@ -337,6 +340,7 @@ def test_a_check_that_raises_fails_and_says_why(tmp_path):
                           "detail": "the check itself failed: KeyError: 'config.ini'"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS, ids=TASK_NAMES)
 def test_every_task_fails_untouched_and_passes_with_its_reference_solution(task, tmp_path):
     world = ev.prepare(task, tmp_path / task.name)
@@ -446,6 +450,7 @@ def some(*names: str) -> dict:
 QUICK = [TASK["count-todos"]]
 
 
+@pytest.mark.slow
 def test_a_hanging_run_is_stopped_by_its_time_limit_and_the_suite_goes_on(tmp_path):
     settings = ev.Settings(time_limit=1, grace=0.2)
     runs = ev.run_suite(QUICK, some("hanging", "stubborn", "competent"), workers=1,
@@ -636,6 +641,7 @@ def test_a_killed_runner_leaves_a_file_readable_up_to_its_last_line(kit, tmp_pat
     assert (folder / "killed.jsonl").read_bytes().endswith(b"\n")
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_runner_and_its_workers_and_says_how_to_resume(kit, tmp_path):
     folder = tmp_path / "interrupted"
     shutil.copytree(kit, folder)
@@ -883,6 +889,7 @@ def test_run_show_and_tasks_from_the_command_line(tmp_path, capsys):
         ["total", "0/2", "2/2"]]  # solved 0 of 2, false done 2 of 2
 
 
+@pytest.mark.slow
 def test_the_exported_runner_works_from_the_command_line_beside_agent_py(kit, tmp_path):
     """What a builder does: export, then run the suite and compare two runs, no course."""
     folder = tmp_path / "builder"
@@ -954,6 +961,7 @@ def asking_from_the_task(task, run=1):  # 13.3, naive: reads task.files, not the
                            reply("Shall I go ahead?")])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("exercise", "answer", "caught_by"), [
     ("13.1", no_debug_print_left, "the welcome print removed too: it fails"),
     ("13.1", blanked_debug_prints, "blank lines left where the prints were: it fails"),

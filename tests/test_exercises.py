@@ -41,6 +41,7 @@ def starter_cells() -> list[tuple[str, int, str]]:
 STARTERS = starter_cells()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
 def test_the_reference_solution_passes_its_check(exercise_id):
     solutions = all_solutions()

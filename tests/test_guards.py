@@ -431,6 +431,7 @@ def test_the_export_cells_only_define(workspace, capsys):
     assert "workspace" not in names
 
 
+@pytest.mark.slow
 def test_take_it_with_you_the_exported_guards_run_beside_a_copy_of_agent_py(tmp_path):
     """The lesson's last section: `course.py export 04-guards -o guards.py`, agent.py beside
     it, and a builder's own program stacks both guards on the scripted model."""

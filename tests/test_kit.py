@@ -14,8 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import course  # first: it makes `import sessions` load the notebook's export cells
@@ -23,6 +21,7 @@ import pytest
 import sandbox  # lesson 05's export cells: a process group, seen from outside
 import sessions  # lesson 09's export cells, the code of the kit's sessions.py
 import tracing  # lesson 07's
+from processes import started_group, within  # tests/processes.py
 
 import agent
 
@@ -61,6 +60,7 @@ def call(name, **arguments):
 # --- What build writes ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_build_writes_agent_py_the_lessons_modules_main_and_its_readme_tests_requirements(kit):
     names = {p.relative_to(kit).as_posix() for p in kit.rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}  # the kit's tests may have run
@@ -92,6 +92,7 @@ def umask() -> int:
     return mask
 
 
+@pytest.mark.slow
 def test_nothing_in_the_kit_imports_the_course(kit):
     for path in kit.rglob("*.py"):
         tree = ast.parse(path.read_text())
@@ -147,6 +148,7 @@ def eval_kit(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["kit", "eval_kit"])
 def test_the_kit_requires_what_its_modules_import_pinned_as_the_course_pins_it(which, request):
     """Every package a kit file imports is in its requirements.txt, pinned with the course's
@@ -182,6 +184,7 @@ def in_try(tree, node) -> bool:
 # --- The kit on its own ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_kit_s_own_tests_pass_in_it(kit):
     # no:nbval, no:xdist: plugins of the course's environment, which a kit does not install
     done = subprocess.run([sys.executable, "-E", "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -221,34 +224,11 @@ def test_main_creates_and_edits_a_file_approved_on_stdin_traced_and_recorded(kit
     assert tracing.recorded_history(run) == session.messages()[1:]  # the trace and the session
 
 
-def wait_in_the_shell(fifo: Path, child) -> int:
-    """Block until the scripted shell command runs (it writes its process id into a FIFO);
-    return that id. If the child ends first, the FIFO is opened for writing so this wakes."""
-    def wake_if_the_child_ends():
-        child.wait()
-        with contextlib.suppress(OSError):
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-
-    threading.Thread(target=wake_if_the_child_ends, daemon=True).start()
-    with open(fifo) as started:
-        text = started.read().strip()
-    assert text, f"main.py ended before the command ran: {child.stderr.read()}"
-    return int(text)
-
-
 def group_alive(group: int) -> bool:
     return bool(sandbox.group_members(group))  # zombies left out: they have ended
 
 
-def within(seconds: float, condition) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
+@pytest.mark.slow
 def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_path):
     fifo = tmp_path / "started"
     os.mkfifo(fifo)
@@ -259,7 +239,7 @@ def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_
     child = main_py(kit, *flags, "Write a todo list, then run the tests.", cwd=kit)
     child.stdin.write("y\ny\n")  # the edit, then the command
     child.stdin.flush()
-    command = wait_in_the_shell(fifo, child)
+    command = started_group(fifo, child, "main.py")
     try:
         child.send_signal(signal.SIGKILL)  # no except, no finally, no agent_end
         child.communicate(timeout=30)
@@ -302,6 +282,7 @@ def test_a_run_killed_in_the_middle_of_a_tool_resumes_from_its_session(kit, tmp_
     assert tracing.trace_problems(tracing.load_trace(second)) == []
 
 
+@pytest.mark.slow
 def test_a_command_that_killed_its_watcher_is_stopped_by_resume_and_the_model_is_told(
         kit, tmp_path):
     """Issue 23: the command kills lesson 05's watcher (as `pkill -f watcher` could), then
@@ -317,7 +298,7 @@ def test_a_command_that_killed_its_watcher_is_stopped_by_resume_and_the_model_is
     child = main_py(kit, *flags, "Run the job.", cwd=kit)
     child.stdin.write("y\n")
     child.stdin.flush()
-    command = wait_in_the_shell(fifo, child)
+    command = started_group(fifo, child, "main.py")
     try:
         listed = subprocess.run(["ps", "-A", "-o", "pid=,args="], capture_output=True,
                                 text=True, check=True).stdout
@@ -346,6 +327,7 @@ def test_a_command_that_killed_its_watcher_is_stopped_by_resume_and_the_model_is
     assert not late.exists()
 
 
+@pytest.mark.slow
 def test_the_commands_main_prints_run_as_printed_in_the_python_that_ran_it(kit, tmp_path):
     flags = scripted(tmp_path, {"content": "Hello."})
     child = main_py(kit, *flags, "Say hello.", cwd=kit)
@@ -425,6 +407,7 @@ def add_a_tool_as_the_readme_says(folder: Path) -> list[str]:
     return places
 
 
+@pytest.mark.slow
 def test_a_tool_added_exactly_as_the_readme_says_works_and_its_test_passes(kit, tmp_path):
     folder = tmp_path / "mine"
     shutil.copytree(kit, folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -458,6 +441,7 @@ def test_a_tool_added_exactly_as_the_readme_says_works_and_its_test_passes(kit, 
     assert grouped.stdout.strip() == "1", grouped.stderr  # one group: they run together
 
 
+@pytest.mark.slow
 def test_a_schema_named_after_its_function_is_refused_when_main_py_starts(kit, tmp_path):
     """The trap the README warns of: a row whose schema has no name= (grep_in, not grep)."""
     folder = tmp_path / "mine"
@@ -489,6 +473,7 @@ def test_the_course_map_states_the_kit_s_size_within_a_tenth(kit, capsys):
 # --- The evaluation runner, only if asked for ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_build_with_eval_adds_the_runner_and_the_readme_s_measure_it_runs_offline(eval_kit,
                                                                                    tmp_path):
     names = {p.name for p in eval_kit.glob("*.py")}

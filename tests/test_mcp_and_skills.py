@@ -71,6 +71,7 @@ def tool_messages(bot) -> list[str]:
 # --- the lesson's own server, and the client ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_tracker_speaks_the_2025_11_25_handshake_and_lists_its_three_tools(tracker):
     assert tracker.server_info.name == "tracker" and tracker.protocol_version == "2025-11-25"
     listed = {tool.name: tool for tool in tracker.list_tools()}
@@ -157,6 +158,7 @@ def children() -> set[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_a_client_that_is_dropped_or_closed_leaves_no_process_and_no_thread():
     threads, processes = threading.active_count(), children()
@@ -177,6 +179,7 @@ def test_a_server_that_cannot_start_or_never_says_hello_is_an_error_with_its_nam
 # --- mcp-server-git on a temporary repository --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mcp_server_git_offers_its_twelve_tools_and_says_which_only_read(git):
     listed = git.list_tools()
     assert [tool.name for tool in listed] == GIT_TOOLS
@@ -237,6 +240,7 @@ def test_a_remote_tool_named_like_a_built_in_one_shadows_it_unless_names_are_pre
 # --- a server that crashes, or never answers -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_server_that_never_answers_is_given_up_the_call_answered_the_agent_still_usable(
         unruly):
     tools, registry = mcs.remote_tools(unruly, only={"hang", "echo"})
@@ -251,6 +255,7 @@ def test_a_server_that_never_answers_is_given_up_the_call_answered_the_agent_sti
     assert bot.chat("call echo") == "it answered" and tool_messages(bot)[-1] == "again"
 
 
+@pytest.mark.slow
 def test_a_server_that_crashes_mid_call_is_answered_and_started_again(unruly):
     """Restarts the shared unruly server (a new process)."""
     tools, registry = mcs.remote_tools(unruly, only={"crash", "echo"})
@@ -462,6 +467,7 @@ def test_the_scripted_model_picks_the_skill_the_task_needs_and_follows_its_steps
 # --- for builders --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_with_server_and_with_skills_add_a_server_behind_a_policy_and_a_skills_folder(
         tmp_path):
     repo = make_repo(tmp_path / "repo")
@@ -583,6 +589,7 @@ print(json.dumps({"answers": [m["content"][:20] for m in bot.messages if m["role
 """
 
 
+@pytest.mark.slow
 def test_the_exported_module_runs_beside_agent_py_and_diff_approval_py(tmp_path):
     shutil.copy(ROOT / "agent.py", tmp_path / "agent.py")
     for lesson in ("15-mcp-and-skills", "06-diff-approval"):

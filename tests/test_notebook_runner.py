@@ -1,8 +1,9 @@
-"""The machinery that checks the notebooks (conftest.py, course.execute): a cell that changes on
-a second run is caught, a cell tagged "once" is not compared the second time, and a display
-updated in place (course.watch) is compared in its final state. One tiny notebook holds a cell
-of each kind; it is executed as `course.py execute` does, then checked by pytest with this
-project's plugins in a subprocess (two kernel starts in all, so the tests stay quick)."""
+"""The machinery that checks the notebooks (conftest.py, course.execute): in the complete pass
+(--complete) a cell that changes on a second run is caught and a cell tagged "once" is not
+compared the second time; the quick pass runs each cell once; a display updated in place
+(course.watch) is compared in its final state. One tiny notebook holds a cell of each kind; it
+is executed as `course.py execute` does, then checked by pytest with this project's plugins in
+a subprocess, once in each pass."""
 
 import json
 import os
@@ -15,6 +16,7 @@ import course
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # each fixture runs pytest on a notebook in a subprocess
 
 CELLS = {  # cell number: (source, tags)
     0: (course.FIRST_CELL, []),
@@ -30,7 +32,7 @@ CELLS = {  # cell number: (source, tags)
         "             if name.startswith('OPENAI_') or name == 'AGENT_MODEL'))", []),
 }
 # A developer's shell with a provider set: neither execute nor pytest may pass it on.
-PROVIDER = {"OPENAI_API_KEY": "sk-not-real", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+PROVIDER = {"OPENAI_API_KEY": "a-developers-key-not-real", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
             "AGENT_MODEL": "someone-elses-model"}
 
 
@@ -54,30 +56,33 @@ def checked(tmp_path_factory):
             patch.setenv(name, value)
         course.execute(path)
         assert os.environ["OPENAI_API_KEY"] == PROVIDER["OPENAI_API_KEY"]  # put back after
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-v",
-         "--nbval", "--nbval-current-env", "-c", os.devnull, "--rootdir", str(folder),
-         str(path)], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
-    verdicts = {int(n): verdict for n, verdict in
-                re.findall(r"::Cell (\d+) (PASSED|FAILED)", done.stdout)}
+    passes = {}
+    for mode in ("--complete", "quick"):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-v",
+             "--nbval", "--nbval-current-env", "-c", os.devnull, "--rootdir", str(folder),
+             *([mode] if mode.startswith("--") else []), str(path)],
+            cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+        passes[mode] = ({int(n): verdict for n, verdict in
+                         re.findall(r"::Cell (\d+) (PASSED|FAILED)", done.stdout)}, done.stdout)
     outputs = json.loads(path.read_text())["cells"]
-    return verdicts, done.stdout, outputs
+    return *passes["--complete"], outputs, passes["quick"]
 
 
 def test_a_cell_whose_second_run_differs_fails_and_says_so(checked):
-    verdicts, stdout, _ = checked
+    verdicts, stdout, *_ = checked
     assert verdicts[2] == "FAILED", stdout
     assert "when the cell was run a second time" in stdout
 
 
 def test_cells_that_can_run_again_pass_and_a_once_cell_is_run_but_not_compared(checked):
-    verdicts, stdout, _ = checked
+    verdicts, stdout, *_ = checked
     assert verdicts[0] == verdicts[1] == verdicts[3] == "PASSED", stdout
     assert verdicts[4] == "PASSED", stdout  # its second run printed another line: not compared
 
 
 def test_a_watched_history_is_compared_in_its_final_state(checked):
-    verdicts, stdout, outputs = checked
+    verdicts, stdout, outputs, _ = checked
     saved = outputs[5]["outputs"]
     assert [o["output_type"] for o in saved] == ["display_data"]  # one table, updated in place
     assert "done" in "".join(saved[0]["data"]["text/plain"])  # ...in its final state
@@ -85,9 +90,15 @@ def test_a_watched_history_is_compared_in_its_final_state(checked):
 
 
 def test_no_notebook_run_sees_the_provider_a_developer_has_set(checked):
-    verdicts, stdout, outputs = checked
+    verdicts, stdout, outputs, _ = checked
     assert "".join(outputs[6]["outputs"][0]["text"]) == "[]\n"  # execute passed none on
     assert verdicts[6] == "PASSED", stdout  # and neither did pytest's kernels
+
+
+def test_the_quick_pass_runs_each_cell_once_and_says_the_complete_pass_runs_it_twice(checked):
+    *_, (verdicts, stdout) = checked
+    assert verdicts == {n: "PASSED" for n in CELLS}, stdout  # cell 2 is not run a second time
+    assert "each notebook cell runs once" in stdout and "pytest --complete" in stdout
 
 
 # --- every section in a fresh kernel ----------------------------------------------------------

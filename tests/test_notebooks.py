@@ -64,6 +64,7 @@ def test_a_notebook_copied_out_runs_when_agent_from_zero_names_the_course(tmp_pa
     assert Path(done.stdout.strip()) == ROOT / "notebooks" / "course.py"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", ["notebooks", "lessons", "notebooks/checks", "."])
 def test_a_notebook_opened_anywhere_inside_the_repository_finds_the_course(folder):
     done = run_first_cell(ROOT / folder)
@@ -207,6 +208,7 @@ def shown_text(cell) -> list[str]:
     return [sanitized(text) for text in shown]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, heading", RUN_AGAIN_FROM.items(), ids=list(RUN_AGAIN_FROM))
 def test_running_every_cell_from_a_later_one_down_again_shows_the_same(name, heading):
     import nbformat
@@ -392,6 +394,7 @@ def run_cells(*sources: str) -> list[str]:
             for cell in notebook.cells[1:]]
 
 
+@pytest.mark.slow
 def test_an_edited_export_cell_is_what_the_kernels_imports_and_copies_use():
     shown = run_cells(
         # a section run on its own: its first cell imports the module, from the saved file
@@ -413,6 +416,7 @@ def test_an_edited_export_cell_is_what_the_kernels_imports_and_copies_use():
     assert shown[4] == "edited here True edited here\n"
 
 
+@pytest.mark.slow
 def test_an_export_cell_that_only_works_in_the_notebook_says_its_module_would_fail():
     shown = run_cells("only_here = 21",
                       "# export: guards\nvalue = only_here * 2\n",

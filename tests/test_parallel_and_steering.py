@@ -342,6 +342,7 @@ def test_no_more_than_max_parallel_calls_run_at_once():
     assert conductor.order == ["call_2", "call_3", "call_4", "call_5", "call_1"]
 
 
+@pytest.mark.slow
 def test_a_thousand_batches_with_random_completion_orders_keep_every_result_in_place():
     rng = random.Random(20_260_101)
     for batch in range(1000):

@@ -760,6 +760,7 @@ print(bot.stop_reason, sandbox.__file__ == str(Path("sandbox.py").resolve()),
 """
 
 
+@pytest.mark.slow
 def test_the_exported_module_imports_and_runs_beside_a_copy_of_agent_py(tmp_path):
     """What "take it with you" promises: the export command writes sandbox.py, which runs
     beside agent.py alone - no course.py, no notebooks, no props - with the sandbox holding:

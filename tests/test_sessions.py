@@ -505,6 +505,7 @@ STAGES = {  # stage -> the answers resume must add, as (call id, text)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_run_killed_at_any_stage_resumes_into_a_history_a_strict_server_accepts(stage):
     Path("s.jsonl").write_bytes(crashed_session(stage))

@@ -11,13 +11,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import course
 import pytest
 from course import load_notebook
+from processes import started_group, within  # tests/processes.py
 
 import agent
 
@@ -237,6 +237,7 @@ print(json.dumps([run_command("env"), run_command(proc)]))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
 def test_a_key_the_agent_started_with_leaks_through_proc(workspace):
     """The documented gap: the new environment stops `env` and inheritance, not a read of
@@ -288,6 +289,7 @@ def ptrace_allowed() -> bool:
     return level == "0" or (os.geteuid() == 0 and level in ("1", "2"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/mem").exists() or not ptrace_allowed(),
                     reason="needs Linux's /proc, and a kernel that lets a process read its "
                            "parent's memory")
@@ -315,6 +317,7 @@ print(run_command("kill -STOP $PPID; echo > stopped-it"), flush=True)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
 def test_a_command_can_stop_the_agent_itself_and_no_timeout_helps(workspace):
     """The shell runs as our user, so it can signal our processes: kill -STOP $PPID freezes
@@ -489,6 +492,7 @@ def test_the_agent_runs_it_as_a_tool(workspace):
 SURVIVOR = "touch out.txt; while [ ! -e go ]; do sleep 0.05; done; echo hi > escaped.txt"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer, passes", [
     (f"timeout 30 sh -c '{SURVIVOR}' >/dev/null 2>&1 & "
      "while [ ! -e out.txt ]; do sleep 0.01; done", True),  # waits until the survivor is out
@@ -600,32 +604,6 @@ def group_alive(pgid: int) -> bool:
                for group, state in (line.split() for line in listed.splitlines()))
 
 
-def within(seconds: float, condition) -> bool:
-    """Poll condition() until it holds or the deadline passes; a SIGKILL's effects are
-    asynchronous, so we wait for them, but never longer than the deadline."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def started_group(fifo: Path, child: subprocess.Popen) -> int:
-    """Block until the command has written its group (its shell's pid) into the FIFO; if the
-    agent ends first, open the FIFO for writing so that this wakes, and say why."""
-    def wake_if_the_child_ends():
-        child.wait()
-        with contextlib.suppress(OSError):
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-
-    threading.Thread(target=wake_if_the_child_ends, daemon=True).start()
-    with open(fifo) as started:
-        text = started.read().strip()
-    assert text, f"the agent ended before the command ran: {child.stderr.read()}"
-    return int(text)
-
-
 def start_agent(workspace: Path, command: str) -> subprocess.Popen:
     """The agent, in a process group of its own (so a test can kill that group too)."""
     return subprocess.Popen([sys.executable, "-c", AGENT_RUNNING_A_COMMAND,
@@ -644,6 +622,7 @@ def watcher_of(group: int) -> int:
     return pid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("killed", ["the agent", "the agent's process group"])
 def test_a_command_does_not_outlive_an_agent_killed_with_sigkill(workspace, killed):
     """SIGKILL leaves the agent no except, no finally: the watcher that run_in starts beside
@@ -672,6 +651,7 @@ def test_a_command_does_not_outlive_an_agent_killed_with_sigkill(workspace, kill
                 os.killpg(group, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_command_that_kills_its_watcher_outlives_a_killed_agent(workspace):
     """What the watcher does not cover (besides a process that leaves the group): the command
     runs as our user and may kill its watcher. Lesson 09 records the group, so that resume

@@ -178,6 +178,7 @@ def test_plain_output_is_each_final_line_once_and_no_escape():
         "             Then reading it back."]
 
 
+@pytest.mark.slow
 def test_in_a_terminal_it_writes_in_place_and_ends_on_the_whole_transcript():
     out = FakeTTY()
     frames = []

@@ -722,6 +722,7 @@ def test_planning_stacks_before_lesson_10s_agent_and_steering_still_works(shop):
 # --- take it with you ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_exported_module_runs_beside_agent_py_and_the_modules_it_imports(tmp_path):
     for lesson, name in [("16-subagents-and-plans", "subagents_and_plans"),
                          ("10-parallel-and-steering", "parallel_and_steering"),

@@ -62,6 +62,7 @@ def test_bare_loop_stops_after_max_turns_with_every_call_answered():
     assert agent.pairing_problem(messages) is None
 
 
+@pytest.mark.slow
 def test_take_it_with_you_the_exported_loop_runs_beside_a_copy_of_agent_py(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "notebooks" / "course.py"), "export",
                            "03-the-loop", "-o", str(tmp_path / "the_loop.py")],

@@ -722,6 +722,7 @@ def test_a_line_written_after_a_torn_one_starts_on_a_line_of_its_own(project, tm
     assert events[-1]["type"] == "agent_end" and events[-1]["stop_reason"] == "done"
 
 
+@pytest.mark.slow
 def test_agent_py_appends_a_new_run_after_a_torn_last_line_on_a_line_of_its_own(
         cli_trace, tmp_path):
     path = tmp_path / "demo.jsonl"
@@ -1038,6 +1039,7 @@ print(tracing.__file__, agent.__file__, "course" in sys.modules)
 """
 
 
+@pytest.mark.slow
 def test_the_exported_tracer_imports_and_runs_beside_agent_py(tmp_path):
     """What a builder does: export the lesson, put agent.py beside it, trace a run."""
     module = tmp_path / "tracing.py"

@@ -164,6 +164,7 @@ def broken_links(text: str, path: Path) -> list[str]:
     return broken
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", all_markdown(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_points_to_a_file_and_anchor_that_exist(path):
     broken = broken_links(path.read_text(encoding="utf-8"), path)

@@ -50,6 +50,7 @@ def test_the_checks_texts_pair_up_without_problems():
     assert len(course.check_texts()[0]) > 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
 def test_a_check_shows_in_chinese_what_in_chinese_makes_of_its_english(
         exercise_id, in_chinese_notebook, monkeypatch):

@@ -183,6 +183,7 @@ def test_an_english_notebook_links_its_chinese_twin(twin):
         f"the first cell of {twin.name} does not link zh/{twin.name}"
 
 
+@pytest.mark.slow
 def test_the_suite_does_not_run_the_chinese_notebooks_under_nbval():
     """pytest's testpaths collect notebooks/ and all below it; conftest.py leaves zh/ out.
     Named on the command line, a Chinese notebook is collected (to run it by hand)."""
@@ -206,6 +207,7 @@ def run_first_cell(cwd: Path, then: str) -> list[str]:
     return done.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_a_kernel_started_in_notebooks_zh_finds_the_course_and_speaks_chinese_wherever_it_goes():
     """Jupyter starts a notebook's kernel in its folder: course takes the language from there,
     once, when the first cell imports it; fresh_workspace moving away does not change it."""

@@ -8,11 +8,12 @@ write `NOTES.md`, answer. `record_run(traces)` runs that task once more, traced 
 `Tracer` on a fake clock, so a section of the notebook that runs on its own has the same trace
 as the run it explains."""
 
-import contextlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from course import working_in  # the chdir for one block that the notebooks use
 
 from agent import reply, step, tool_call
 from props.clock import FakeClock, with_latency, with_tool_time
@@ -65,17 +66,6 @@ def make_project(folder) -> Path:
               "2026-05-14 02:15:09 ERROR job failed: TimeoutError: the read operation timed out"]
     (folder / "logs" / "server.log").write_text("\n".join(lines) + "\n")
     return folder
-
-
-@contextlib.contextmanager
-def working_in(folder):
-    """The current directory is folder for the length of a with block, then what it was."""
-    before = os.getcwd()
-    os.chdir(folder)
-    try:
-        yield Path(folder)
-    finally:
-        os.chdir(before)
 
 
 def record_run(traces, on_event=None):
