@@ -19,7 +19,8 @@ def _capstone():
 NEW_TEST = "def test_more():\n    assert True\n"
 
 
-@course.exercise("14.1", "new tests need no review: new_tests_only(ask)")
+@course.exercise("14.1", "new tests need no review: new_tests_only(ask)",
+                         "新测试不需要审查：new_tests_only(ask)")
 def _(t, new_tests_only):
     import diff_approval
 
@@ -35,33 +36,40 @@ def _(t, new_tests_only):
         asked.clear()
         return diff_approval.as_decision(policy(path, diff_approval.make_diff(path, old, new)))
 
-    with t.case("a new test file is approved without asking the person"):
+    with t.case("a new test file is approved without asking the person",
+                "新的测试文件不问那个人就批准"):
         decision = decide("test_more.py", None, NEW_TEST)
         assert decision.approved, f"it was not approved: {decision.reason or decision}"
         assert not asked, "the person was asked"
-    with t.case("a new test file in a folder too (tests/test_api.py)"):
+    with t.case("a new test file in a folder too (tests/test_api.py)",
+                "文件夹里的新测试文件也一样（tests/test_api.py）"):
         decision = decide("tests/test_api.py", None, NEW_TEST)
         assert decision.approved and not asked, "tests/test_api.py was not approved on its own"
-    with t.case("a change to an existing test file goes to the person"):
+    with t.case("a change to an existing test file goes to the person",
+                "对已有测试文件的修改交给那个人"):
         decision = decide("test_pages.py", "def test_a():\n    assert 1\n",
                           "def test_a():\n    assert 2\n")
         assert asked == ["test_pages.py"], f"the person was asked about {asked}"
         assert not decision.approved, "it was approved although the person said no"
-    with t.case("overwriting an existing test file with a whole new text goes to the person"):
+    with t.case("overwriting an existing test file with a whole new text goes to the person",
+                "用一段全新的文本覆盖已有的测试文件，也交给那个人"):
         decide("test_pages.py", "def test_a():\n    assert 1\n", NEW_TEST)
         assert asked == ["test_pages.py"], "an existing test file was replaced without asking"
     with t.case("a new file that is not a test goes to the person (helpers.py, "
-                "test_data.json, latest_test.py)"):
+                "test_data.json, latest_test.py)",
+                "不是测试的新文件交给那个人（helpers.py、test_data.json、latest_test.py）"):
         for name in ("helpers.py", "test_data.json", "latest_test.py"):
             decide(name, None, "x = 1\n")
             assert asked == [name], f"{name}: the person was not asked"
-    with t.case("an edit of the code goes to the person, and their answer is the answer"):
+    with t.case("an edit of the code goes to the person, and their answer is the answer",
+                "对代码的编辑交给那个人，那个人怎么回答，策略就怎么回答"):
         yes = new_tests_only(lambda path, diff: diff_approval.APPROVE)
         diff = diff_approval.make_diff("pages.py", "a\n", "b\n")
         assert diff_approval.as_decision(yes("pages.py", diff)).approved, \
             "the person approved pages.py, but the policy did not"
         assert not decide("pages.py", "a\n", "b\n").approved, "pages.py was approved unasked"
-    with t.case("in the capstone agent: the new test is written unasked, pages.py is asked"):
+    with t.case("in the capstone agent: the new test is written unasked, pages.py is asked",
+                "在综合项目的智能体里：新测试不经询问就写入，pages.py 要先问那个人"):
         capstone = _capstone()
         import evaluation
         import sessions
@@ -83,7 +91,9 @@ def _(t, new_tests_only):
         assert "// per_page\n" in (world.workspace / "pages.py").read_text(), \
             "pages.py changed although the person said no"
     with t.case("a new test that patches pages.page_count goes through unasked, and the "
-                "verifier still fails: it runs only the task's own tests"):
+                "verifier still fails: it runs only the task's own tests",
+                "替换掉 pages.page_count 的新测试不经询问就写入了，验证器却仍然判为不通过："
+                "验证器只运行任务自己的测试"):
         world = evaluation.prepare(capstone.TASK, Path("world-14-1-patch"))
         patch = ("import pages\n\npages.page_count = lambda total, per_page: "
                  "-(-total // per_page)\n")
@@ -109,7 +119,7 @@ def tool_calls_to_read():
 # --- 14.2 ---------------------------------------------------------------------------------
 
 
-@course.exercise("14.2", "stream it too: StreamingCapstone")
+@course.exercise("14.2", "stream it too: StreamingCapstone", "也让它流式输出：StreamingCapstone")
 def _(t, streaming_capstone):
     capstone = _capstone()
     import diff_approval
@@ -119,7 +129,8 @@ def _(t, streaming_capstone):
     from props import streaming_model  # lesson 11's scripted model that streams
     from props.pages_fixer import fixer, note_taker  # lesson 14's scripted model
 
-    with t.case("it is a CapstoneAgent and a StreamingAgent"):
+    with t.case("it is a CapstoneAgent and a StreamingAgent",
+                "既是 CapstoneAgent，也是 StreamingAgent"):
         assert issubclass(streaming_capstone, capstone.CapstoneAgent), "not a CapstoneAgent"
         assert issubclass(streaming_capstone, streaming.StreamingAgent), "not a StreamingAgent"
     world = evaluation.prepare(capstone.TASK, Path("world-14-2"))
@@ -134,22 +145,24 @@ def _(t, streaming_capstone):
                              summarizer=agent.ScriptedClient([note_taker] * 5))
         bot.chat(capstone.TASK.text)
     kinds = [event["type"] for event in events]
-    with t.case("every request is streamed, and the reply arrives in pieces"):
+    with t.case("every request is streamed, and the reply arrives in pieces",
+                "每个请求都以流式方式发送，回复一段一段地到达"):
         assert all(r.get("stream") for r in client.requests), "a request was not streamed"
         assert "message_update" in kinds, "no message_update event: nothing was streamed"
-    with t.case("a request over the budget is compacted"):
+    with t.case("a request over the budget is compacted", "超出预算的请求会被压缩"):
         assert "compaction" in kinds, ("no compaction happened: CompactingAgent.ask_model never "
                                        "ran (look at the order of the bases)")
         summary = context_budget_header()
         assert any(summary in json.dumps(r["messages"]) for r in client.requests), \
             "no streamed request carried the summary"
-    with t.case("the parallel reads' results are in call order, and every request pairs"):
+    with t.case("the parallel reads' results are in call order, and every request pairs",
+                "并行读取的结果按调用顺序排列，每个请求里的调用和结果都一一配对"):
         reads = next(m for m in bot.messages if len(m.get("tool_calls", [])) > 1)
         at = bot.messages.index(reads)
         ids = [call["id"] for call in reads["tool_calls"]]
         assert [m["tool_call_id"] for m in bot.messages[at + 1:at + 1 + len(ids)]] == ids
         assert all(agent.pairing_problem(r["messages"]) is None for r in client.requests)
-    with t.case("the task is done, and the verifier agrees"):
+    with t.case("the task is done, and the verifier agrees", "任务完成了，验证器也认可"):
         failed = [c["label"] for c in evaluation.verify(capstone.TASK, world) if not c["ok"]]
         assert bot.stop_reason == "done" and not failed, f"the verifier says: {failed}"
 
@@ -163,39 +176,43 @@ def context_budget_header():
 # --- 14.3 ---------------------------------------------------------------------------------
 
 
-@course.exercise("14.3", "a second bug: second_bug()")
+@course.exercise("14.3", "a second bug: second_bug()", "第二个 bug：second_bug()")
 def _(t, second_bug):
     capstone = _capstone()
     import evaluation
 
     task = second_bug()
-    with t.case("it is an evaluation.Task with capstone.TASK's checks"):
+    with t.case("it is an evaluation.Task with capstone.TASK's checks",
+                "是一个 evaluation.Task，检查用的是 capstone.TASK 的那些"):
         assert isinstance(task, evaluation.Task), f"second_bug() gave a {type(task).__name__}"
         assert task.checks == capstone.TASK.checks, "use capstone.TASK.checks as the verifier"
     tests = task.files.get("test_pages.py", "")
-    with t.case("test_pages.py keeps its five tests, and has one more"):
+    with t.case("test_pages.py keeps its five tests, and has one more",
+                "test_pages.py 保留原来的五个测试，另外多一个"):
         for block in capstone.TEST_PAGES.split("\n\n\n")[1:]:
             assert block.strip() in tests, f"a test is missing or changed: {block.split('(')[0]}"
         assert tests.count("\ndef test_") == 6, f"{tests.count(chr(10) + 'def test_')} tests"
     world = evaluation.prepare(task, Path("world-14-3"))
     shell = capstone.project_shell(world.workspace)
-    with t.case("on the set-up, exactly two tests fail: the page_count one and the new one"):
+    with t.case("on the set-up, exactly two tests fail: the page_count one and the new one",
+                "在初始状态上，恰好有两个测试失败：page_count 的那个和新加的那个"):
         output = shell(capstone.TEST_COMMAND)["output"]
         failed = [line.split(" - ")[0] for line in output.split("\n")
                   if line.startswith("FAILED ")]
         assert len(failed) == 2, f"{len(failed)} failing tests: {failed}"
         assert "FAILED test_pages.py::test_a_short_last_page_is_a_page" in failed, \
             "the page_count bug is gone from the set-up"
-    with t.case("the verifier fails on the set-up"):
+    with t.case("the verifier fails on the set-up", "验证器在初始状态上判为不通过"):
         assert not all(c["ok"] for c in evaluation.verify(task, world)), "it passes untouched"
-    with t.case("the reference solution passes the verifier, changing only pages.py"):
+    with t.case("the reference solution passes the verifier, changing only pages.py",
+                "参考答案只改动 pages.py，并且通过验证器"):
         end_state, answer = task.reference()
         assert set(end_state) == {"pages.py"}, f"the solution changes {sorted(end_state)}"
         evaluation.apply_solution(task, world)
         failed = [f"{c['label']}: {c['detail']}" for c in evaluation.verify(task, world)
                   if not c["ok"]]
         assert not failed, f"with the solution: {failed}"
-    with t.case("the bug is in page_items"):
+    with t.case("the bug is in page_items", "bug 在 page_items 里"):
         body = task.files["pages.py"].split("def page_items")[1].split("\ndef ")[0]
         fixed = task.reference()[0]["pages.py"].split("def page_items")[1].split("\ndef ")[0]
         assert body != fixed, "page_items is the same before and after the fix"
