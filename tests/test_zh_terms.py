@@ -9,7 +9,10 @@ names the file and the line.
 
 And each lesson has one Chinese title, its own `# NN — title`: the course table of README.zh.md,
 the course map and the teacher's guide of lessons/zh/README.md, and the glossary's lesson
-headings give it word for word."""
+headings give it word for word.
+
+And no Chinese word is in italics (Chinese fonts have none): in the Chinese Markdown and the
+markdown cells of the Chinese notebooks, emphasis on Chinese is **bold** or nothing."""
 
 import ast
 import io
