@@ -9,7 +9,10 @@ names the file and the line.
 
 And each lesson has one Chinese title, its own `# NN — title`: the course table of README.zh.md,
 the course map and the teacher's guide of lessons/zh/README.md, and the glossary's lesson
-headings give it word for word."""
+headings give it word for word.
+
+And no Chinese word is in italics (Chinese fonts have none): in the Chinese Markdown and the
+markdown cells of the Chinese notebooks, emphasis on Chinese is **bold** or nothing."""
 
 import ast
 import io
@@ -69,12 +72,13 @@ def terms() -> list[tuple[str, str, list[str]]]:
 
 def prose(text: str) -> str:
     """text with what is not prose blanked out, line for line: code blocks, link targets,
-    URLs, HTML tags. An inline `code` span is kept as a bare pair of backticks, so a word that
+    URLs (up to the first character that is not ASCII: the Chinese after a bare URL is still
+    prose), HTML tags. An inline `code` span is kept as a bare pair of backticks, so a word that
     stands next to code (覆盖 `ask_model`) is still seen, and a word inside code is not."""
     text = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     text = re.sub(r"``[^`\n]+``|`[^`\n]+`", "``", text)
     text = re.sub(r"\]\([^)\s]+(?:\s+\"[^\"]*\")?\)", "]", text)
-    text = re.sub(r"https?://\S+", " ", text)
+    text = re.sub(r"https?://[^\s<>\u0080-\U0010ffff]+", " ", text)  # a URL is ASCII
     return re.sub(r"<[^>\n]+>", " ", text)
 
 
@@ -153,6 +157,7 @@ def test_a_word_next_to_code_is_seen_and_a_word_in_code_is_not():
     assert pattern("服务端").search(line) and pattern("覆盖 `").search(line)
     assert not pattern("dict").search("dictionary") and pattern("dict").search("一个 dict。")
     assert prose("```python\nx = '服务端'\n```\n服务器") == "\n\n\n服务器"
+    assert pattern("服务端").search(prose("见 https://example.org/a.html；服务端"))
 
 
 # --- One title per lesson ------------------------------------------------------------------------
@@ -194,3 +199,52 @@ def test_a_lesson_has_one_title_everywhere(lesson):
         if found != [own]:
             wrong.append(f"{where}: {found or 'not found'}")
     assert not wrong, f"the lesson's title is {own!r}; elsewhere:\n" + "\n".join(wrong)
+
+
+# --- No italics on Chinese words -----------------------------------------------------------------
+
+# Chinese fonts have no italic: a browser slants the glyphs, or shows them plain. Emphasis on
+# Chinese is bold (**...**), or nothing. A single * or _ opens emphasis when a non-space follows
+# it and closes it when a non-space precedes it (a bullet "* " is neither); _ does not, inside a
+# word. Bold markers (** and __) are taken out first, so **粗体** is not seen and ***粗斜体*** is.
+ITALIC = re.compile(r"(?<![\\*])\*(?=[^\s*])([^*\n]*?[^\s*\\])\*(?!\*)"
+                    r"|(?<![\w\\])_(?=[^\s_])([^_\n]*?[^\s_\\])_(?!\w)")
+
+
+def italics(line: str) -> list[str]:
+    """The *emphasis* or _emphasis_ in a line of prose that holds a Chinese character."""
+    line = re.sub(r"\*\*|__", "", line)
+    return [m.group(0) for m in ITALIC.finditer(line) if CJK.search(m.group(0))]
+
+
+def chinese_markdown_lines():
+    """(where, a line of prose) in the Chinese Markdown: the lessons, the READMEs, the glossary
+    (its table too), and the markdown cells of the Chinese notebooks."""
+    yield from markdown_lines(ROOT / "README.zh.md")
+    for path in sorted(ZH.glob("*.md")):
+        yield from markdown_lines(path)
+    for path in sorted((ROOT / "notebooks" / "zh").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                source = prose("".join(cell["source"]))
+                for number, line in enumerate(source.split("\n"), 1):
+                    yield f"{path.relative_to(ROOT)} cell {cell.get('id')} line {number}", line
+
+
+def test_italics_are_seen_on_chinese_words_only():
+    assert italics("工具负责*执行*调用") == ["*执行*"]
+    assert italics("*提示：* 先读文件") == ["*提示：*"]
+    assert italics("一个 _字典_ 而已") == ["_字典_"]
+    assert italics("***很重要***") == ["*很重要*"]
+    assert not italics("**提示：** 先读文件") and not italics("__粗体__")
+    assert not italics("* 列表的一项") and not italics("- 一项 * 另一项 *")
+    assert not italics("*emphasis* in English") and not italics("max_turns 和 turn_start 的轮次")
+    assert not italics(prose("`*.md` 匹配任何深度上的文件名，`**` 代表任意多层*文件夹"))
+    assert not italics(prose("```\n*代码里的星号*\n```"))
+
+
+def test_no_chinese_text_is_in_italics():
+    found = [f"{where}: {', '.join(words)}" for where, line in chinese_markdown_lines()
+             if (words := italics(line))]
+    assert not found, f"{len(found)} lines put Chinese in italics (Chinese fonts have none; " \
+        "use **bold** where the emphasis matters, else nothing):\n" + "\n".join(found)
