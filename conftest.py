@@ -7,9 +7,10 @@
    runs must match the committed outputs: students re-run cells all the time, and a cell that
    breaks or changes on a second run breaks the lesson. A cell tagged "once" is run again too,
    but only its first output is compared (it must say, in one line, why it cannot be
-   repeated). --complete also runs the tests marked slow (whole agents in subprocesses, real
-   kernels and servers, notebooks run again). Without it, the quick pass the README names:
-   each cell once, the slow tests left out; it should take about two minutes on two cores
+   repeated). --complete also runs the notebooks' "Going further" sections and the tests
+   marked slow (whole agents in subprocesses, real kernels and servers, notebooks run again).
+   Without it, the quick pass the README names: each main-path cell once, Going further and
+   the slow tests left out; it should take about two minutes on two cores
    (tests/bench_suite.py measures it).
 3. A display updated in place (IPython's display_id, as course.watch uses) is compared in
    its final state, as Jupyter shows it and as the committed notebook holds it; nbval by
@@ -53,14 +54,16 @@ def pytest_addoption(parser):
                      help="run each notebook top to bottom in one kernel (as Run All does), "
                           "not each ## section in a fresh kernel")
     parser.addoption("--complete", action="store_true",
-                     help="the complete pass: every notebook cell twice, and the tests marked "
-                          "slow (the quick pass runs each cell once and leaves them out)")
+                     help="the complete pass: every notebook cell twice, Going further "
+                          "included, and the tests marked slow (the quick pass runs each "
+                          "main-path cell once and leaves the rest out)")
 
 
 def pytest_report_header(config):
     if not config.getoption("--complete"):
-        return ("quick pass: each notebook cell runs once, tests marked slow are left out; "
-                "`pytest --complete` runs every cell twice and the slow tests too (.ci/run does)")
+        return ("quick pass: each notebook cell of the main path runs once; Going further "
+                "and the tests marked slow are left out; `pytest --complete` runs them too, "
+                "and every cell twice (.ci/run does)")
 
 
 def pytest_configure(config):
@@ -91,10 +94,12 @@ def pytest_collection_modifyitems(config, items):
         return
     one_kernel, complete = config.getoption("--one-kernel"), config.getoption("--complete")
     if not complete:
-        slow = [item for item in items if item.get_closest_marker("slow")]
-        if slow:
-            config.hook.pytest_deselected(items=slow)
-            items[:] = [item for item in items if not item.get_closest_marker("slow")]
+        later = [item for item in items if item.get_closest_marker("slow")
+                 or isinstance(item, IPyNbCell) and _in_going_further(item)]
+        if later:
+            config.hook.pytest_deselected(items=later)
+            left_out = set(later)
+            items[:] = [item for item in items if item not in left_out]
     for item in items:
         if isinstance(item, IPyNbCell):
             starts = not one_kernel and _starts_a_section(item)
@@ -143,6 +148,21 @@ def _sections(notebook) -> list[int]:
         elif cell.cell_type == "code":
             numbers.append(section)
     return numbers
+
+
+def _in_going_further(item) -> bool:
+    """Whether this code cell comes after the notebook's first `## Going further` heading:
+    the quick pass runs the main path, the part a class runs together; --complete the rest."""
+    notebook, seen, code = item.parent.nb, False, -1
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown" and any(
+                line.startswith("## Going further") for line in cell.source.split("\n")):
+            seen = True
+        elif cell.cell_type == "code":
+            code += 1
+            if code == item.cell_num:
+                return seen
+    return False
 
 
 def _starts_a_section(item) -> bool:

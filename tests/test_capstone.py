@@ -565,6 +565,7 @@ def failed_kinds(task, world) -> list[str]:
     return [check["kind"] for check in evaluation.verify(task, world) if not check["ok"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(capstone_run.TRICKS))
 def test_no_trick_makes_the_verifier_pass_with_pages_py_still_wrong(name, tmp_path):
     """Each trick makes the agent's own pytest pass with pages.py as it was; the task's
@@ -600,6 +601,7 @@ def test_under_exercise_14_1s_policy_a_new_test_that_patches_the_code_fails_the_
     assert cap.changes(world) == {"test_aaa.py": "made"}
 
 
+@pytest.mark.slow
 def test_the_tests_run_as_the_set_up_wrote_them_whatever_the_run_did_to_them(tmp_path):
     """A test file or conftest.py the run changed, replaced by a folder or by a link (to a file
     outside, which must not be written through), or deleted: the set-up's text runs."""
@@ -794,6 +796,7 @@ def test_the_command_line_says_what_is_wrong_and_fails_when_the_verifier_does(
 # --- the notebook ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_run_cell_and_then_check_yourself_run_again_in_one_kernel():
     """Issue 23, item 14: running the run cell again and then "Check yourself" used to raise
     SessionError (the run cell deleted the records folder the check read). Every section now
@@ -838,6 +841,7 @@ SAID = {"14-capstone.md": {"person": "of which the person's 12", "three": "three
         "zh/14-capstone.md": {"person": "其中那个人占了 12 秒", "three": "三个失败"}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson", list(SAID))
 def test_the_figures_the_lesson_states_are_what_the_code_computes(lesson, tmp_path):
     """Tokens, times, counts and budgets the lesson quotes, from the notebook's run (record_run),

@@ -353,6 +353,7 @@ def test_the_commands_main_prints_run_as_printed_in_the_python_that_ran_it(kit, 
         "--workdir play 'Say hello'" in said.stderr  # what to do without a key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--mcp", "--subagents"])
 def test_the_readme_s_offline_tries_of_mcp_and_subagents_run_as_written(flag, kit, tmp_path):
     """Each `--scripted` line of the README for the flag, run in a copy of the kit (the Python

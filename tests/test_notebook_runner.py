@@ -98,7 +98,8 @@ def test_no_notebook_run_sees_the_provider_a_developer_has_set(checked):
 def test_the_quick_pass_runs_each_cell_once_and_says_the_complete_pass_runs_it_twice(checked):
     *_, (verdicts, stdout) = checked
     assert verdicts == {n: "PASSED" for n in CELLS}, stdout  # cell 2 is not run a second time
-    assert "each notebook cell runs once" in stdout and "pytest --complete" in stdout
+    assert "each notebook cell of the main path runs once" in stdout, stdout
+    assert "pytest --complete" in stdout
 
 
 # --- every section in a fresh kernel ----------------------------------------------------------
@@ -108,13 +109,15 @@ SECTIONS = [  # (markdown heading or None, code)
     ("## One", "x = 1\nprint(x)"),
     ("## Two", "print(x + 1)"),  # leans on section One: fails when run on its own
     ("## Three", "x = 1  # what section One made, rebuilt\nprint(x + 2, 'course' in dir())"),
+    ("## Going further: more", "print('after class')"),  # the quick pass leaves it out
 ]
 
 
 @pytest.fixture(scope="module")
 def sectioned(tmp_path_factory):
-    """A notebook of three sections, executed top to bottom; then pytest's verdicts on its
-    cells with a fresh kernel per section (the default) and in one kernel (--one-kernel)."""
+    """A notebook of three sections and a Going further, executed top to bottom; then pytest's
+    verdicts on its cells with a fresh kernel per section (the quick pass, the default) and in
+    one kernel (--one-kernel, with --complete as .ci/run runs it)."""
     folder = tmp_path_factory.mktemp("sections")
     path = folder / "s.ipynb"
     cells = []
@@ -134,7 +137,7 @@ def sectioned(tmp_path_factory):
         patch.setenv("AGENT_FROM_ZERO", str(ROOT))
         course.execute(path)
     verdicts = {}
-    for mode in ([], ["--one-kernel"]):
+    for mode in ([], ["--one-kernel", "--complete"]):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-v",
              "--nbval", "--nbval-current-env", "-c", os.devnull, "--rootdir", str(folder),
@@ -158,8 +161,13 @@ def test_a_fresh_section_kernel_has_run_the_first_cell_and_a_rebuilt_section_pas
 
 
 def test_one_kernel_runs_the_notebook_top_to_bottom_as_run_all_does(sectioned):
-    verdicts, stdout = sectioned["--one-kernel"]
-    assert set(verdicts.values()) == {"PASSED"} and len(verdicts) == 4, stdout
+    verdicts, stdout = sectioned["--one-kernel --complete"]
+    assert set(verdicts.values()) == {"PASSED"} and len(verdicts) == 5, stdout
+
+
+def test_the_quick_pass_leaves_going_further_to_the_complete_pass(sectioned):
+    verdicts, stdout = sectioned["default"]
+    assert 4 not in verdicts and "1 deselected" in stdout, stdout
 
 
 # --- the fork server behind those kernels -----------------------------------------------------

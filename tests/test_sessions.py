@@ -26,6 +26,7 @@ import pytest
 import sandbox  # lesson 05's: the shell's process group, seen from outside
 import sessions
 import tracing
+from processes import within
 from test_loop import assert_history_valid
 
 import agent
@@ -1214,6 +1215,8 @@ def test_a_command_gone_by_resume_is_said_to_be_gone(survivor):
     started = sandbox.process_start(survivor.pid)
     os.killpg(survivor.pid, signal.SIGKILL)
     survivor.wait()
+    # The shell is collected; its `sleep` may take a moment more to die of the same SIGKILL.
+    assert within(10, lambda: sandbox.group_members(survivor.pid) == [])
     crashed_in_a_command("s.jsonl", survivor.pid, started)
     assert "its command was no longer running at resume (process group" in \
         resumed_answer("s.jsonl")["command"]
