@@ -118,6 +118,8 @@ def normalized(link: str, source: Path) -> str:
         path = ROOT / "README.md"
     elif path.parent == ZH.resolve():
         path = LESSONS / path.name
+    elif path.parent == (ROOT / "notebooks" / "zh").resolve():
+        path = ROOT / "notebooks" / path.name  # the Chinese text links the Chinese twin
     return f"{path.relative_to(ROOT).as_posix()}#{anchor}"
 
 
@@ -140,6 +142,18 @@ def test_the_twins_have_the_same_sections_code_and_links(english):
     assert headings(chinese) == headings(english), "headings differ (level, anchor)"
     assert code_blocks(chinese) == code_blocks(english), "code blocks differ"
     assert links_by_section(chinese) == links_by_section(english), "links differ by section"
+
+
+def test_the_chinese_texts_send_a_reader_to_the_chinese_notebooks():
+    """A Chinese student follows a link from a Chinese lesson, the course map or README.zh.md
+    to notebooks/zh/NN-slug.ipynb, never to the English notebook beside it."""
+    english_notebooks = []
+    for path in [ROOT / "README.zh.md", *sorted(ZH.glob("*.md"))]:
+        for link in links(without_code(path.read_text(encoding="utf-8"))):
+            target = (path.parent / link.partition("#")[0]).resolve()
+            if target.suffix == ".ipynb" and target.parent == (ROOT / "notebooks").resolve():
+                english_notebooks.append(f"{path.relative_to(ROOT)}: {link}")
+    assert not english_notebooks, "links to English notebooks:\n" + "\n".join(english_notebooks)
 
 
 def all_markdown() -> list[Path]:
