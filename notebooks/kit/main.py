@@ -408,6 +408,16 @@ def asked(tool, policy):
     return asked_first
 
 
+def check_tools() -> None:
+    """sandbox's tables and PARALLEL, checked before anything runs: a row without its function
+    or a schema of another name (sandbox_tools says which), or a name in PARALLEL that no tool
+    has (a typo would quietly run that tool alone). Raises LookupError or ValueError."""
+    sandbox.sandbox_tools(HERE)  # builds the tools only; nothing runs, nothing is written
+    unknown = sorted(PARALLEL - set(sandbox.RISK))
+    if unknown:
+        raise LookupError(f"PARALLEL names {', '.join(unknown)}, which sandbox.RISK does not")
+
+
 def make_tools(root: Path, session, shell: bool) -> tuple[list, dict]:
     """Lesson 05's jailed tools, with lesson 06's approval on every one that is not read-only:
     an edit is shown as a diff, any other call as it will run. Every decision is also written
@@ -590,6 +600,11 @@ def say(text: str, quiet: bool = False) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    try:  # a tool added by hand with a mistake in its rows: one line, before any session
+        check_tools()
+    except (LookupError, ValueError) as exc:
+        print(f"main.py: a tool of sandbox.py: {exc}", file=sys.stderr)
+        return 2
     if not args.scripted and not os.environ.get("OPENAI_API_KEY"):
         offline = again("--scripted", shown(HERE / "examples" / "hello.json"), "--workdir",
                         "play", "Say hello")
@@ -624,7 +639,8 @@ def run(args, session: sessions.Session, remote: list = ()) -> int:
     if (recorded(session, "workspace"), recorded(session, "traces")) != (str(root), str(traces)):
         session.append("note", text=f"main.py works in {root}, its traces go to {traces}",
                        workspace=str(root), traces=str(traces))  # where a resume goes on
-    traces.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for folder in (traces, traces / session.path.stem):  # the tracer's folder is ours only too
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     bot, tracer = make_agent(args, session, root, traces, remote)
     try:
         go_on_with(session, bot, args)
@@ -773,9 +789,14 @@ def figures(trace: Path) -> str:
     unknown, not 0, and so is their cost."""
     run = tracing.load_trace(trace)
     totals = tracing.totals(run)
-    cost = "?" if totals["cost"] is None else f"${totals['cost']:.4f}"
+    # A model call that failed (a timeout, a lost connection, a refusal) or was cut off has no
+    # usage either, though the server may have read, and billed, its prompt: unknown, not 0.
+    failed = sum(r["type"] == "message_start" and r.get("role") == "assistant"
+                 for r in run) - len(tracing.turn_usage(run))
+    unknown = f" and {failed} failed model call(s) of unknown tokens" if failed else ""
+    cost = "?" if totals["cost"] is None else f"${totals['cost']:.4f}" + (" + ?" if failed else "")
     tokens = ("tokens unknown (the server reported no usage)" if totals["prompt_tokens"] is None
-              else f"{totals['prompt_tokens'] + totals['completion_tokens']:,} tokens")
+              else f"{totals['prompt_tokens'] + totals['completion_tokens']:,} tokens{unknown}")
     return (f"{totals['stop_reason']}, {totals['turns']} turns, {totals['tool_calls']} tool "
             f"calls, {tokens}, {cost}" + subagent_figures(run, totals["model"]))
 

@@ -64,6 +64,19 @@ def create(path, text):
     return {"calls": [call("edit_file", path=path, old_str="", new_str=text)]}
 
 
+def sandbox_tools(*risks) -> list[str]:
+    """The names of sandbox's tools at these risk levels, in its table's order: the kit's and
+    any you add (README: "Add a tool"), so these tests need no change when you add one."""
+    return [name for name, risk in main.sandbox.RISK.items() if risk in risks]
+
+
+def named_tools(prompt: str) -> list[str]:
+    """The tools the system prompt's last line names, in its order."""
+    line = next(line for line in reversed(prompt.splitlines())
+                if line.startswith("The tools you have: "))
+    return line.removeprefix("The tools you have: ").removesuffix(".").split(", ")
+
+
 # --- Flags and messages -------------------------------------------------------------------------
 
 
@@ -263,8 +276,11 @@ def test_every_file_the_kit_writes_is_its_owner_s_only(kit):
     assert len(written) == 3  # a session, and a trace per run
     for path in written:
         assert oct(path.stat().st_mode & 0o777) == oct(0o600), path
-    for folder in ("sessions", "traces"):
-        assert (kit.tmp / folder).stat().st_mode & 0o077 == 0, folder
+    folders = [p for folder in ("sessions", "traces") for p in (kit.tmp / folder).rglob("*")
+               if p.is_dir()]
+    assert len(folders) == 1  # the session's traces folder, inside traces/
+    for folder in [kit.tmp / "sessions", kit.tmp / "traces", *folders]:
+        assert folder.stat().st_mode & 0o077 == 0, folder
 
 
 def test_a_resume_writes_where_the_first_run_did_and_repeats_its_settings(kit, monkeypatch):
@@ -326,6 +342,7 @@ def test_a_model_without_tool_calling_acts_through_text(kit):
 def test_a_script_that_runs_out_is_a_message_and_status_1(kit):
     code, out, err = kit({"calls": [call("list_files")]})
     assert code == 1 and "no more steps" in err
+    assert "1 failed model call(s) of unknown tokens" in err and " + ?" in err
     assert agent.pairing_problem(only_session(kit.tmp).messages()) is None
 
 
@@ -357,10 +374,12 @@ def test_the_system_prompt_names_the_tools_the_run_has_and_agrees_with_its_proto
 
     done = {"content": "ok"}
     full = sent([], done)
-    assert "The tools you have: read_file, list_files, run_command, edit_file." in full
+    kit_tools = sandbox_tools("read", "write", "execute")  # edit_file last: lesson 06 wraps it
+    assert named_tools(full) == [*(t for t in kit_tools if t != "edit_file"), "edit_file"]
     assert "run_command runs a shell command" in full
     alone = sent(["--no-shell"], done)
-    assert "run_command" not in alone and "read_file, list_files, edit_file." in alone
+    assert "run_command" not in alone
+    assert sorted(named_tools(alone)) == sorted(sandbox_tools("read", "write"))
     text = sent(["--text-actions"], {"content": json.dumps({"type": "finish", "output": "ok"})})
     assert "without calling a tool" not in text  # native calling's way to end, not the text's
     assert "send a finish action" in text and "answer briefly" not in text
@@ -390,9 +409,33 @@ def test_a_tool_that_is_not_read_only_is_asked_and_runs_alone_unless_chosen(kit,
     assert 'touch({"path": "a.txt"})' in out and not (kit.work / "a.txt").exists()
     assert (kit.work / "b.txt").exists()
     bot = made[0][0]
-    assert bot.parallel == frozenset({"read_file", "list_files"})  # peek: not chosen, alone
+    assert "peek" not in bot.parallel and bot.parallel == main.PARALLEL  # peek: not chosen
     assert [e["command"] for e in only_session(kit.tmp).path_to() if e["type"] == "approval"] \
         == ['touch({"path": "a.txt"})', 'touch({"path": "b.txt"})']
+
+
+@pytest.mark.parametrize("mistake, said", [
+    ("schema", "SCHEMAS['peek'] is named 'peek_in': give agent.schema(..., name='peek')"),
+    ("function", "peek has a risk level but no function in FUNCTIONS"),
+    ("parallel", "PARALLEL names peak, which sandbox.RISK does not"),
+])
+def test_a_tool_added_with_a_mistake_is_one_line_and_status_2_before_any_session(
+        mistake, said, kit, monkeypatch):
+    """README: "Add a tool". A row a builder got wrong is said when main.py starts, before a
+    session or a trace is made, and so is a name in PARALLEL that no tool has (a typo)."""
+    def peek_in(root, path: str) -> dict:
+        return {"path": path}
+
+    monkeypatch.setitem(main.sandbox.RISK, "peek", "read")
+    if mistake != "function":
+        monkeypatch.setitem(main.sandbox.FUNCTIONS, "peek", peek_in)
+    monkeypatch.setitem(main.sandbox.SCHEMAS, "peek", agent.schema(
+        peek_in, "Peek.", **({} if mistake == "schema" else {"name": "peek"}), path="A file."))
+    if mistake == "parallel":
+        monkeypatch.setattr(main, "PARALLEL", main.PARALLEL | {"peak"})
+    code, out, err = kit({"content": "never asked"})
+    assert code == 2 and err == f"main.py: a tool of sandbox.py: {said}\n"
+    assert not (kit.tmp / "sessions").exists() and not (kit.tmp / "traces").exists()
 
 
 def test_the_agent_is_the_lessons_agents_in_the_order_main_py_writes_down(kit, monkeypatch):
@@ -512,7 +555,9 @@ def test_timeout_and_max_retries_go_to_the_client_and_a_stall_is_said(server, ca
     assert "On time." in out and "12 tokens" in err
     server.answers += [RATE_LIMITED]
     assert main.main([*flags[:-1], "0", "Say hi."]) == 1  # --max-retries 0: no second try
-    assert "429" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "429" in err  # and a call with no answer is not counted as 0 tokens, nor $0
+    assert "0 tokens and 1 failed model call(s) of unknown tokens, $0.0000 + ?" in err
     client = main.make_client(main.parse_args([*flags, "task"]), False, [])
     assert (client.timeout, client.max_retries) == (0.5, 1)
 
@@ -656,8 +701,10 @@ def test_a_server_s_tools_join_the_run_each_call_asked_and_recorded_then_it_is_c
     session = only_session(kit.tmp)
     messages = session.messages()
     prompt = messages[0]["content"]
-    assert "The tools you have: read_file, list_files, run_command, edit_file, mcp1__add_note, " \
-        "mcp1__list_notes." in prompt and main.REMOTE_PROMPT in prompt
+    assert named_tools(prompt)[-3:] == ["edit_file", "mcp1__add_note", "mcp1__list_notes"]
+    assert sorted(named_tools(prompt)) == sorted([*sandbox_tools("read", "write", "execute"),
+                                                  "mcp1__add_note", "mcp1__list_notes"])
+    assert main.REMOTE_PROMPT in prompt
     assert out.count("send this call to the server? [y/N, or say why not]") == 2
     assert 'mcp1__add_note({"text": "buy milk"})' in out and "mcp1__list_notes({})" in out
     results = [m["content"] for m in messages if m["role"] == "tool"]
@@ -795,7 +842,7 @@ def test_a_subagent_does_a_task_with_read_only_tools_in_a_context_and_session_of
     assert child[-1]["content"] == "b.py:1: # TODO: fix"
     by_child = next(r for r in clients[0].requests  # one client: the child asks the parent's
                     if r["messages"][0]["content"] == main.subagents_and_plans.CHILD_PROMPT)
-    assert [t["function"]["name"] for t in by_child["tools"]] == ["read_file", "list_files"]
+    assert [t["function"]["name"] for t in by_child["tools"]] == sandbox_tools("read")
     assert "    call_1: list_files({})" in out and "call_1: its run ended (done)" in out
     assert "; subagents: 3 model calls, " in err  # the figures count the child's calls too
     assert "--subagents" in [line for line in err.splitlines() if "go on with" in line][0]
