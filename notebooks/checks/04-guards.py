@@ -85,7 +85,7 @@ def tool_errors(messages):
 # --- exercise 1 --------------------------------------------------------------------------------
 
 
-def stubborn(messages):
+def deaf(messages):
     """Reads missing.py again and again, whatever it is told."""
     return tool_call("read_file", path="missing.py")
 
@@ -148,7 +148,7 @@ def _(t, stop_after_refusals, StopAgent):
     with t.case("in the loop, chat() raises StopAgent after the model read one refusal",
                 "在循环里，模型读到一次拒绝之后，chat() 抛出 StopAgent"):
         registry, ran = spied()
-        bot, _, raised = run(stop_after_refusals(registry, limit=2, refusals=2), [stubborn] * 20)
+        bot, _, raised = run(stop_after_refusals(registry, limit=2, refusals=2), [deaf] * 20)
         assert raised is not None, (f"chat() ended normally (stop_reason {bot.stop_reason!r}) "
                                     f"after {len(bot.client.requests)} requests")
         assert isinstance(raised, StopAgent), f"chat() raised {type(raised).__name__}: {raised}"
@@ -158,7 +158,7 @@ def _(t, stop_after_refusals, StopAgent):
 
     with t.case("then stop_reason is 'error' and the history is still valid to send",
                 "之后 stop_reason 是 'error'，消息历史仍然可以发送"):
-        bot, _, _ = run(stop_after_refusals(TOOL_REGISTRY, limit=2, refusals=2), [stubborn] * 20)
+        bot, _, _ = run(stop_after_refusals(TOOL_REGISTRY, limit=2, refusals=2), [deaf] * 20)
         assert bot.stop_reason == "error", f"stop_reason is {bot.stop_reason!r}"
         problem = agent.pairing_problem(bot.messages)
         assert problem is None, problem

@@ -55,9 +55,9 @@ def _(t, new_tests_only):
                 "用一段全新的文本覆盖已有的测试文件，也交给那个人"):
         decide("test_pages.py", "def test_a():\n    assert 1\n", NEW_TEST)
         assert asked == ["test_pages.py"], "an existing test file was replaced without asking"
-    with t.case("a new file that is not a test goes to the person (helpers.py, "
+    with t.case("a new file not named test_*.py goes to the person (helpers.py, "
                 "test_data.json, latest_test.py)",
-                "不是测试的新文件交给那个人（helpers.py、test_data.json、latest_test.py）"):
+                "不叫 test_*.py 的新文件交给那个人（helpers.py、test_data.json、latest_test.py）"):
         for name in ("helpers.py", "test_data.json", "latest_test.py"):
             decide(name, None, "x = 1\n")
             assert asked == [name], f"{name}: the person was not asked"
