@@ -1010,8 +1010,9 @@ if not any(isinstance(finder, _ExportCellsFinder) for finder in sys.meta_path):
     sys.meta_path.append(_ExportCellsFinder())
 
 
-def export(path: Path) -> str:
-    """A notebook's export cells as the text of one importable module, with a header."""
+def export(path: Path, for_kit: bool = False) -> str:
+    """A notebook's export cells as the text of one importable module, with a header: where it
+    came from, or (for_kit, in the builder's kit) only what the module is."""
     source = export_source(path)
     uses = sorted({node.lineno for node in ast.walk(ast.parse(source))
                    if isinstance(node, ast.Name) and node.id == "course"
@@ -1021,6 +1022,9 @@ def export(path: Path) -> str:
         raise ValueError(f"{path.name}: export cells must not use course (lines {uses} of the "
                          "exported code); move display code to a cell that is not exported")
     title = _title(path)
+    if for_kit:  # the kit's README says where the modules come from; a module says what it is
+        return f'"""{title.split(": ", 1)[-1]}: one module of this kit, yours to change."""\n\n' \
+            + source
     header = (f'"""{title}\n\nExported from notebooks/{path.name} by\n'
               f"`python notebooks/course.py export {path.stem}`. Put agent.py beside it (and "
               "the\nmodules of the other lessons it imports); then it is yours to change.\n"
@@ -1087,7 +1091,7 @@ def kit_files(with_eval: bool = False) -> tuple[dict[str, str], list[str]]:
     while wanted:  # guards comes in with text_actions, which imports it
         name = wanted.pop(0)
         if f"{name}.py" not in files:
-            files[f"{name}.py"] = export(exported[name])
+            files[f"{name}.py"] = export(exported[name], for_kit=True)
             wanted += sorted(_imported(files[f"{name}.py"]) & set(exported))
             for prop in KIT_PROPS.get(name, []):
                 files[f"{prop}.py"] = (NOTEBOOKS / "props" / f"{prop}.py").read_text(

@@ -80,7 +80,7 @@ def test_build_writes_agent_py_the_lessons_modules_main_and_its_readme_tests_req
     assert (kit / "agent.py").read_text() == (ROOT / "agent.py").read_text()
     for module in lessons | {"guards.py"}:
         path = exported[module.removesuffix(".py")]
-        assert (kit / module).read_text() == course.export(path), module  # export's, exactly
+        assert (kit / module).read_text() == course.export(path, for_kit=True), module
     for prop in props:  # copied as they are: they import no course
         assert (kit / prop).read_text() == (course.NOTEBOOKS / "props" / prop).read_text()
     assert oct((kit / "main.py").stat().st_mode & 0o777) == oct(0o666 & ~umask())
@@ -481,7 +481,7 @@ def test_build_with_eval_adds_the_runner_and_the_readme_s_measure_it_runs_offlin
     assert "evaluation.py" in names and "evaluation.py" not in {
         name for name in course.kit_files()[0]}  # only if asked for
     assert (eval_kit / "evaluation.py").read_text() == course.export(
-        course.notebook_path("13-evaluation"))
+        course.notebook_path("13-evaluation"), for_kit=True)
     assert not {"tasks.py", "characters.py"} & names  # the course's suite stays in the course
     folder = tmp_path / "measured"
     shutil.copytree(eval_kit, folder, ignore=shutil.ignore_patterns("__pycache__"))
