@@ -112,6 +112,22 @@ def test_nothing_in_the_kit_imports_the_course(kit):
     assert done.stdout.strip() == str(modules)
 
 
+COURSE_ONLY = re.compile(r"going further|exercise \d\d\.\d|\blessons? \d\d|this course|"
+                         r"the course's|notebooks?/|course\.py|in a notebook", re.IGNORECASE)
+
+
+def test_the_kit_s_code_speaks_to_a_builder_not_of_the_course(kit):
+    """Issue 24: no line of the kit exists only for the course. Its modules and main.py name no
+    lesson, exercise, notebook or "Going further"; agent.py is the course's own file, shipped as
+    it is, and the README may say which lesson explains which module."""
+    found = [f"{path.name}:{number}: {line.strip()}"
+             for path in sorted(kit.rglob("*.py")) if path.name != "agent.py"
+             and "tests" not in path.parts
+             for number, line in enumerate(path.read_text().split("\n"), 1)
+             if COURSE_ONLY.search(line)]
+    assert not found, "\n".join(found)
+
+
 def test_build_refuses_a_folder_with_files_in_it_unless_forced(tmp_path, capsys):
     folder = tmp_path / "mine"
     folder.mkdir()

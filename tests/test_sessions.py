@@ -674,7 +674,7 @@ REFUSED = {
     "text": ("hello\n", "is not a session: its first line is not JSON"),
     "a JSON list": ("[1, 2]\n", "its first line is not a session header"),
     "a lesson 07 trace": ('{"time": 0, "type": "agent_start", "model": "m"}\n',
-                          "looks like a lesson 07 trace"),
+                          "looks like a trace of tracing.py"),
     "a header with a parent": (HEADER.replace("null", '"0"'), "its header needs an 'id' and no"),
     "a line that is not an entry": (HEADER + '{"role": "user", "content": "hi"}\n',
                                     "line 2: not a session entry"),

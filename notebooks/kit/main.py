@@ -1,11 +1,12 @@
-"""The builder's kit: the agent of Agent from Zero with every safeguard of the course on.
+"""A coding agent with every safeguard on: the builder's kit of Agent from Zero.
 
     python main.py "add a --verbose flag to cli.py"       one task in the current folder
     python main.py --workdir ~/project                    an interactive session there
     python main.py --resume sessions/20260101-120000.jsonl "go on"
     python main.py --scripted examples/hello.json --workdir play "say hello"   (offline)
 
-What it wires together, each from its lesson's module beside this file:
+What it wires together, each from its module beside this file (the number is the lesson that
+explains it, for those who took the course):
   sandbox (05)                the file tools are jailed in the workspace (--workdir); the shell
                               tool runs there, bounded in time, output and resources
   diff_approval (06)          every edit is shown as a diff and asked y/N at the terminal; so is
@@ -57,29 +58,29 @@ HERE = Path(__file__).resolve().parent
 
 
 def optional(name: str):
-    """A lesson's module if its file is here, else None. Only a missing module is None: one
+    """The module name if its file is here, else None. Only a missing module is None: one
     that is here but fails to import raises, as it should."""
     return importlib.import_module(name) if find_spec(name) else None
 
 
-streaming = optional("streaming")  # lesson 11
-streaming_model = optional("streaming_model")  # lesson 11's scripted model that streams
-parallel_and_steering = optional("parallel_and_steering")  # lesson 10
-context_budget = optional("context_budget")  # lesson 12
-text_actions = optional("text_actions")  # lesson 08 (it needs guards.py, lesson 04)
-subagents_and_plans = optional("subagents_and_plans")  # lesson 16 (it needs parallel_and_steering)
-# Lesson 15's module loads the mcp SDK, which takes about a second: only a run with --mcp or
-# --skills imports it (lesson_15()); here it is only looked for.
+streaming = optional("streaming")  # replies shown as they are written
+streaming_model = optional("streaming_model")  # the offline scripted model, streaming
+parallel_and_steering = optional("parallel_and_steering")  # reads of a batch at once
+context_budget = optional("context_budget")  # compaction
+text_actions = optional("text_actions")  # for a model without tool calling (needs guards.py)
+subagents_and_plans = optional("subagents_and_plans")  # delegate, todo (parallel_and_steering)
+# mcp_and_skills loads the mcp SDK, which takes about a second: only a run with --mcp or
+# --skills imports it (load_mcp_and_skills()); here it is only looked for.
 mcp_and_skills = find_spec("mcp_and_skills")
 
 
-def lesson_15():
-    """mcp_and_skills (lesson 15), imported the first time a flag needs it."""
+def load_mcp_and_skills():
+    """mcp_and_skills, imported the first time a flag needs it."""
     return importlib.import_module("mcp_and_skills")
 
 
-SCRIPTED_MODEL = "scripted-demo"  # the offline model's name: lesson 07 prices it, for the figures
-# The tools that may run at the same time as others (lesson 10): they only read. A choice made
+SCRIPTED_MODEL = "scripted-demo"  # the offline model's name: tracing.PRICES prices it
+# The tools that may run at the same time as others: they only read. A choice made
 # here, tool by tool: a new tool runs alone unless you add it (README: "Add a tool").
 PARALLEL = {"read_file", "list_files"}
 PROMPT = (sandbox.SANDBOX_PROMPT
@@ -149,23 +150,23 @@ def make_parser() -> argparse.ArgumentParser:
                         "saying how to get them back (default: always whole)")
     parser.add_argument("--text-actions", action="store_true",
                         help="for a model without tool calling: it replies with JSON actions "
-                        "in its text (lesson 08); replies are not streamed")
+                        "in its text; replies are not streamed")
     parser.add_argument("--mcp", metavar='"COMMAND ..."', action="append", default=[],
                         help="start an MCP server with this command line, in the current "
                         "folder (quoted as one argument; --mcp again for another): its tools "
                         "join the run's as mcp1__TOOL, mcp2__TOOL..., and every call of one is "
-                        "asked y/N first, whatever the server says of it (lesson 15)")
+                        "asked y/N first, whatever the server says of it")
     parser.add_argument("--skills", metavar="DIR",
                         help="the skills in DIR (a folder per skill, with a SKILL.md): their "
                         "names and descriptions go in the prompt, and a load_skill tool reads "
-                        "one when a task needs it (lesson 15)")
+                        "one when a task needs it")
     parser.add_argument("--subagents", action="store_true",
                         help="a delegate tool: a subagent with a fresh context and read-only "
                         "tools does one task and returns only its answer; its run is recorded "
-                        "beside the session (lesson 16)")
+                        "beside the session")
     parser.add_argument("--plan", action="store_true",
                         help="a todo tool: the model writes its plan, main.py keeps it and "
-                        "reminds the model when it has not updated it for a while (lesson 16)")
+                        "reminds the model when it has not updated it for a while")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answers")
     return parser
 
@@ -211,7 +212,7 @@ def check_skills(parser, folder: str) -> None:
     """--skills DIR: a folder with at least one skill in it; a skill left out is said."""
     if not Path(folder).is_dir():
         parser.error(f"--skills {folder}: no such folder")
-    skills, problems = lesson_15().find_skills(folder)
+    skills, problems = load_mcp_and_skills().find_skills(folder)
     if not skills:
         parser.error(f"--skills {folder}: no skill in it (a skill is a folder with a SKILL.md "
                      "whose front matter gives its name and description)"
@@ -369,7 +370,7 @@ def still_waiting(create, args):
 
 def ask_command(command: str, shown: str) -> diff_approval.Decision:
     """The terminal policy for a call that is not an edit (a shell command, most often), as
-    lesson 06's ask_terminal is the edits': show what will run, ask. Only y or yes approves;
+    diff_approval.ask_terminal is the edits': show what will run, ask. Only y or yes approves;
     anything else is a no, its words the reason the model reads. Ctrl-D says no; Ctrl-C is
     no answer: it stops the run, as at ask_terminal's question."""
     print(diff_approval.visible(shown))
@@ -419,11 +420,11 @@ def check_tools() -> None:
 
 
 def make_tools(root: Path, session, shell: bool) -> tuple[list, dict]:
-    """Lesson 05's jailed tools, with lesson 06's approval on every one that is not read-only:
+    """The sandbox's jailed tools, with diff_approval's approval on every one that is not read-only:
     an edit is shown as a diff, any other call as it will run. Every decision is also written
     to the session, an edit's under its path, any other under "command". The reads and edits
     of the session's branch so far count as seen (approval_tools' history). Each command's
-    process group is written to the session too, for a resume after a crash (lesson 09)."""
+    process group is written to the session too, for a resume after a crash."""
     tools, registry = sandbox.sandbox_tools(
         root, risks=("read", "write", "execute") if shell else ("read", "write"),
         on_start=sessions.recording_processes(session))
@@ -449,7 +450,7 @@ def start_servers(commands: list[str], stack: contextlib.ExitStack) -> list[tupl
     What a server writes to its stderr is kept aside, and said only if it fails."""
     if not commands:
         return []
-    mcs = lesson_15()
+    mcs = load_mcp_and_skills()
     logging.getLogger("mcp").addHandler(logging.NullHandler())  # the SDK's own warnings
     started = []
     for n, command in enumerate(commands, 1):
@@ -468,7 +469,7 @@ def start_servers(commands: list[str], stack: contextlib.ExitStack) -> list[tupl
 
 def why_not(exc: Exception, command: str) -> str:
     code = getattr(exc, "code", None)  # mcp's MCPError
-    if code == lesson_15().CONNECTION_CLOSED:
+    if code == load_mcp_and_skills().CONNECTION_CLOSED:
         return "it closed the connection before it answered (it exited, or is not an MCP server)"
     if isinstance(exc, OSError) and exc.strerror:  # no such program, not executable
         return f"{shlex.split(command)[0]}: {exc.strerror}"
@@ -485,9 +486,9 @@ def last_words(errlog) -> str:
 def remote_tools(servers: list[tuple], session: sessions.Session) -> list[tuple[list, dict]]:
     """Each server's tools, every call asked first, whatever the server says a tool does (its
     annotations are its own word: risk_levels of a server not trusted): shown as
-    name(arguments) with lesson 15's question, the decision written to the session under
+    name(arguments) with mcp_and_skills' question, the decision written to the session under
     "command", as the call was shown."""
-    mcs = lesson_15()
+    mcs = load_mcp_and_skills()
     ask = sessions.recording_decisions(session, mcs.ask_before_call, field="command")
 
     def ask_and_record(name: str, shown: str):
@@ -511,18 +512,18 @@ def system_prompt(tools: list[dict], args, skills: str = "") -> str:
 
 
 def agent_class(args) -> type:
-    """agent.Agent with the lessons' agents the flags leave on, as one class; the loop stays
+    """agent.Agent with the modules' agents the flags leave on, as one class; the loop stays
     agent.py's. Most change different methods: ParallelAgent answer_calls and emit (reads
     together), StreamingAgent ask_model (replies streamed), TextAgent run and run_tool (JSON
     actions). CompactingAgent changes ask_model and run too. Of two versions of one method,
     Python runs the one of the class listed first; the other runs only if that one calls
     super(). So CompactingAgent comes first, and both of its versions call super(): a request
     is compacted, then streamed; TextAgent's run runs inside CompactingAgent's. (StreamingAgent
-    and TextAgent are never on together.) Before it, lesson 16's two, whose every method calls
-    super(): Planning (--plan) counts the model calls in ask_model and adds the plan to what
-    request_messages sends, so to the compacted history; Delegating (--subagents) notes in
-    run_tool which call a tool runs for, to name a subagent after it. tests/test_main.py runs
-    them together."""
+    and TextAgent are never on together.) Before it, the two of subagents_and_plans, whose
+    every method calls super(): Planning (--plan) counts the model calls in ask_model and adds
+    the plan to what request_messages sends, so to the compacted history; Delegating
+    (--subagents) notes in run_tool which call a tool runs for, to name a subagent after it.
+    tests/test_main.py runs them together."""
     parts = []
     if args.plan:
         parts.append(subagents_and_plans.Planning)
@@ -660,9 +661,10 @@ def make_agent(args, session: sessions.Session, root: Path, traces: Path, remote
     events shown, traced (and recorded: go_on_with)."""
     toolset, catalog = make_tools(root, session, not args.no_shell), ""
     if remote:  # combine refuses two tools of one name
-        toolset = lesson_15().combine(toolset, *remote_tools(remote, session))
+        toolset = load_mcp_and_skills().combine(toolset, *remote_tools(remote, session))
     if args.skills:  # load_skill, and the skills' names and descriptions for the prompt
-        toolset, catalog = lesson_15().with_skills(toolset, "", os.path.abspath(args.skills))
+        toolset, catalog = load_mcp_and_skills().with_skills(toolset, "",
+                                                             os.path.abspath(args.skills))
     tools, registry = toolset
     view = [] if args.quiet else [streaming.StreamView() if streaming else agent.print_event]
     if args.subagents and not args.quiet:
@@ -691,7 +693,8 @@ def make_agent(args, session: sessions.Session, root: Path, traces: Path, remote
 
 def show_subagents(event: dict) -> None:
     """A subagent's tool calls, and how its run ended, indented under the delegate call that
-    started it (lesson 16 wraps a child's events in "subagent" events, which a view skips)."""
+    started it (subagents_and_plans wraps a child's events in "subagent" events, which a view
+    skips)."""
     depth, child = 0, None
     while event["type"] == "subagent":
         depth, child, event = depth + 1, event["child"], event["event"]
@@ -703,8 +706,8 @@ def show_subagents(event: dict) -> None:
 
 
 def restore_plan(bot) -> None:
-    """A resumed run's plan: what the history's last valid todo call wrote (lesson 16 keeps the
-    plan as state, not history, so a new process rebuilds it as the tool checked it)."""
+    """A resumed run's plan: what the history's last valid todo call wrote (subagents_and_plans
+    keeps the plan as state, not history, so a new process rebuilds it as the tool checked it)."""
     for message in bot.messages:
         for call in message.get("tool_calls", []):
             if call.get("function", {}).get("name") == "todo":
@@ -731,7 +734,7 @@ def go_on_with(session: sessions.Session, bot, args) -> None:
                if open_calls else ""), args.quiet)
         for answer in answers:
             command = json.loads(answer["content"]).get("command")
-            if command:  # what became of a command the crash cut off (lesson 09)
+            if command:  # what became of a command the crash cut off
                 say(f"  {answer['tool_call_id']}: {command}", args.quiet)
     else:
         sessions.record(session, bot)
@@ -802,7 +805,7 @@ def figures(trace: Path) -> str:
 
 
 def subagent_figures(run: list[dict], model: str) -> str:
-    """The model calls of the run's subagents, which lesson 07's totals leave out (they are
+    """The model calls of the run's subagents, which tracing's totals leave out (they are
     inside "subagent" records): "; subagents: ..." or nothing."""
     usages = []
     for record in run:

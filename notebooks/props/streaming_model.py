@@ -1,10 +1,9 @@
-"""A scripted model that streams (lesson 11): agent.ScriptedClient whose replies, asked with
+"""A scripted model that streams: agent.ScriptedClient whose replies, asked with
 stream=True, come as real ChatCompletionChunk objects, cut at awkward places, in the shape one
 of four kinds of server gives them; and server_sent_events, the bytes a server sends for them.
 
-Course material, not part of the agent: the notebooks and tests use it to stream offline, and
-the builder's kit gets a copy (streaming_model.py) for main.py's --scripted runs and for tests.
-It imports only agent and the openai SDK."""
+Not part of the agent: offline runs (main.py --scripted) and tests use it to stream without a
+server. It imports only agent and the openai SDK."""
 
 import json
 import random

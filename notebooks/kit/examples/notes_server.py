@@ -2,7 +2,7 @@
 
     .venv/bin/python main.py --mcp ".venv/bin/python examples/notes_server.py" "Note: buy milk"
 
-It speaks MCP on its standard input and output (the stdio transport), as lesson 15's servers do.
+It speaks MCP on its standard input and output (the stdio transport), as main.py's --mcp expects.
 list_notes says it only reads (readOnlyHint); main.py asks before every call all the same.
 The tools return text and declare no return type: with one, the SDK would send an output
 schema, and the client would check every result against it."""
