@@ -1343,3 +1343,27 @@ def test_a_resumed_conversation_edits_what_it_read_and_wrote_and_nothing_it_cann
     for name in ("cut.md", "theirs.md"):
         with pytest.raises(nb.StaleFile, match="you have not read it"):
             registry["edit_file"](name, "", "new\n")
+
+
+def test_a_resumed_conversation_keeps_a_read_that_a_refused_edit_left_as_it_was(tmp_path):
+    """A rejected edit writes nothing, and the run itself keeps what the model read: a resumed
+    conversation must too, or it refuses an edit the run would have allowed."""
+    root = Path(os.path.realpath(tmp_path))
+    (root / "a.txt").write_text("one\n")
+    tools, registry = nb.sandboxed_approval_tools(lambda path, diff: nb.Decision(False, "not now"),
+                                                  root)
+    first = Agent(ScriptedClient([[tool_call("read_file", path="a.txt")],
+                                  [tool_call("edit_file", path="a.txt", old_str="one",
+                                             new_str="two")],
+                                  reply("Asked.")]), "m", tools=tools, registry=registry,
+                  on_event=None)
+    first.chat("go")
+    assert "rejected" in first.messages[-2]["content"]  # the person said no; nothing written
+    seen = nb.seen_in(first.messages, lambda path: (sandbox.resolve_in(root, path), path))
+    assert {Path(key).name for key in seen} == {"a.txt"}
+    tools, registry = sandbox.sandbox_tools(root, ("read",))
+    tools, registry = nb.approval_tools(nb.approve_all, root=root, tools=tools, registry=registry,
+                                        resolve=partial(sandbox.resolve_in, root),
+                                        history=first.messages)
+    assert registry["edit_file"]("a.txt", "one", "two")["approved"] is True
+    assert (root / "a.txt").read_text() == "two\n"
