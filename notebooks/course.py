@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import string
+import subprocess
 import sys
 import tempfile
 import tokenize
@@ -1023,13 +1024,61 @@ def export(path: Path, for_kit: bool = False) -> str:
                          "exported code); move display code to a cell that is not exported")
     title = _title(path)
     if for_kit:  # the kit's README says where the modules come from; a module says what it is
-        return f'"""{title.split(": ", 1)[-1]}: one module of this kit, yours to change."""\n\n' \
-            + source
+        return (f'"""{title.split(": ", 1)[-1]}.\n\nOne module of this kit; it is yours to '
+                'change.\n"""\n\n' + imports_first(source))
     header = (f'"""{title}\n\nExported from notebooks/{path.name} by\n'
               f"`python notebooks/course.py export {path.stem}`. Put agent.py beside it (and "
               "the\nmodules of the other lessons it imports); then it is yours to change.\n"
               '"""\n\n')
     return header + source
+
+
+def imports_first(source: str) -> str:
+    """The module with every top-level import in one block at its top, sorted as isort sorts
+    (the standard library, then other packages, then this project's modules) and each once: a
+    notebook imports where a cell needs it; a builder reads a module's imports in one place. An
+    import keeps its own line and its comment."""
+    tree = ast.parse(source)
+    lines = source.split("\n")
+    ours = {"agent", "streaming_model",
+            *(module_name(p) for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))}
+    found, drop = {}, set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            drop.update(range(node.lineno - 1, node.end_lineno))
+            text = "\n".join(lines[node.lineno - 1:node.end_lineno])
+            found.setdefault(ast.dump(node), (node, text))
+    if not found:
+        return source
+
+    def key(item):
+        node, _ = item
+        top = (node.names[0].name if isinstance(node, ast.Import) else node.module or "")
+        section = (0 if top.split(".")[0] in sys.stdlib_module_names else
+                   2 if top.split(".")[0] in ours else 1)
+        return section, isinstance(node, ast.ImportFrom), top.lower()
+    block, last = [], None
+    for node, text in sorted(found.values(), key=key):
+        if last is not None and key((node, text))[0] != last:
+            block.append("")
+        block.append(text)
+        last = key((node, text))[0]
+    rest = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+    rest = re.sub(r"\n{4,}", "\n\n\n", rest).lstrip("\n")
+    return _isort("\n".join(block) + "\n\n\n" + rest, ours)
+
+
+def _isort(source: str, ours: set[str]) -> str:
+    """source with its imports as ruff's isort writes them (names merged and ordered), where ruff
+    is installed, as it is in the course's environment; as it is otherwise."""
+    if importlib.util.find_spec("ruff") is None:
+        return source
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--fix", "--isolated",
+                           "--select", "I,F811", "--line-length", "100", "--config",
+                           f"lint.isort.known-first-party = {sorted(ours)!r}".replace("'", '"'),
+                           "--stdin-filename", "module.py", "-"],
+                          input=source, capture_output=True, text=True)
+    return done.stdout if done.returncode in (0, 1) and done.stdout.strip() else source
 
 
 def _title(path: Path) -> str:
