@@ -128,6 +128,20 @@ def test_the_kit_s_code_speaks_to_a_builder_not_of_the_course(kit):
     assert not found, "\n".join(found)
 
 
+def test_a_kit_module_imports_everything_at_its_top_once(kit):
+    """A notebook imports where a cell needs it; the kit's modules have every top-level import
+    in one block at the top, none twice (course.imports_first)."""
+    for path in sorted(kit.glob("*.py")):
+        body = ast.parse(path.read_text()).body
+        kinds = [isinstance(node, (ast.Import, ast.ImportFrom)) for node in body]
+        first_other = next((i for i, (node, is_import) in enumerate(zip(body, kinds, strict=True))
+                            if not is_import and not (isinstance(node, ast.Expr) and i == 0)),
+                           len(body))
+        assert not any(kinds[first_other:]), f"{path.name}: an import below the code"
+        dumps = [ast.dump(node) for node, is_import in zip(body, kinds, strict=True) if is_import]
+        assert len(dumps) == len(set(dumps)), f"{path.name}: an import twice"
+
+
 def test_build_refuses_a_folder_with_files_in_it_unless_forced(tmp_path, capsys):
     folder = tmp_path / "mine"
     folder.mkdir()
