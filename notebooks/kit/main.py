@@ -14,7 +14,8 @@ explains it, for those who took the course):
   tracing (07)                every run (one task) writes its own trace file
   text_actions (08)           --text-actions: for a model without tool calling
   sessions (09)               the conversation is recorded as it happens; --resume goes on with
-                              it, after a crash too (stopping a command the crash left running)
+                              it, and with its run's flags, after a crash too (stopping a
+                              command the crash left running)
   parallel_and_steering (10)  reads of one batch run at the same time (--no-parallel)
   streaming (11)              replies are shown as they are written (--no-stream)
   context_budget (12)         a request the server refuses as too long is sent again with the
@@ -113,7 +114,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("task", nargs="?", help="one task to run, then exit")
     parser.add_argument("--workdir", help="the workspace: the only folder the file tools reach "
                         "(default: the current folder; on --resume, the session's)")
-    parser.add_argument("--resume", metavar="SESSION", help="go on with a session file")
+    parser.add_argument("--resume", metavar="SESSION", help="go on with a session file, with "
+                        "the flags its run had (those given now win; --no-shell stays)")
     parser.add_argument("--model", help=f"model name (default: $AGENT_MODEL, the session's, or "
                         f"{agent.DEFAULT_MODEL})")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
@@ -172,7 +174,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv):
-    parser = make_parser()
+    parser = unset_parser(SETTINGS)  # a setting the command line does not give stays unset
     args = parser.parse_args(argv)
     if args.task is not None and not args.task.strip():
         parser.error("the task is empty")
@@ -180,18 +182,25 @@ def parse_args(argv):
         parser.error(f"--workdir {args.workdir}: no such folder")
     if args.resume and not Path(args.resume).is_file():
         parser.error(f"--resume {args.resume}: no such session file")
+    with_settings(parser, args)  # the command line's, else the session's, else the defaults
+    kept = as_words({name: args.recorded[name] for name in args.kept})
+
+    def error(message: str):  # a setting may come from the session: say which ones did
+        parser.error(message + (f" (the session's settings: {shlex.join(kept)}; a flag given "
+                                "now overrides the session's)" if kept else ""))
+
     if (args.budget or args.elide_after) and (args.no_compact or context_budget is None):
-        parser.error("--budget and --elide-after compact the history: they need "
-                     "context_budget.py, and no --no-compact")
+        error("--budget and --elide-after compact the history: they need "
+              "context_budget.py, and no --no-compact")
     if args.text_actions and text_actions is None:
-        parser.error("--text-actions needs text_actions.py and guards.py beside main.py")
+        error("--text-actions needs text_actions.py and guards.py beside main.py")
     if (args.mcp or args.skills) and mcp_and_skills is None:
-        parser.error("--mcp and --skills need mcp_and_skills.py beside main.py")
+        error("--mcp and --skills need mcp_and_skills.py beside main.py")
     if (args.subagents or args.plan) and subagents_and_plans is None:
-        parser.error("--subagents and --plan need subagents_and_plans.py and "
-                     "parallel_and_steering.py beside main.py")
+        error("--subagents and --plan need subagents_and_plans.py and "
+              "parallel_and_steering.py beside main.py")
     if args.subagents and args.text_actions:  # a child calls tools natively
-        parser.error("--subagents needs a model with tool calling: not with --text-actions")
+        error("--subagents needs a model with tool calling: not with --text-actions")
     for command in args.mcp:
         try:
             words = shlex.split(command)
@@ -200,7 +209,8 @@ def parse_args(argv):
         if not words:
             parser.error("--mcp needs a command line, such as --mcp \"python server.py\"")
     if args.skills:
-        check_skills(parser, args.skills)
+        check_skills(parser.error if "skills" in args.given else error, args.skills)
+        args.skills = os.path.abspath(args.skills)  # so a resume from elsewhere finds it
     for flag in ("sessions", "traces"):
         folder = Path(getattr(args, flag) or ".")
         if folder.exists() and not folder.is_dir():
@@ -208,15 +218,16 @@ def parse_args(argv):
     return args
 
 
-def check_skills(parser, folder: str) -> None:
-    """--skills DIR: a folder with at least one skill in it; a skill left out is said."""
+def check_skills(error, folder: str) -> None:
+    """--skills DIR: a folder with at least one skill in it, else error(why); a skill left out
+    is said."""
     if not Path(folder).is_dir():
-        parser.error(f"--skills {folder}: no such folder")
+        error(f"--skills {folder}: no such folder")
     skills, problems = load_mcp_and_skills().find_skills(folder)
     if not skills:
-        parser.error(f"--skills {folder}: no skill in it (a skill is a folder with a SKILL.md "
-                     "whose front matter gives its name and description)"
-                     + "".join(f"; {problem}" for problem in problems))
+        error(f"--skills {folder}: no skill in it (a skill is a folder with a SKILL.md "
+              "whose front matter gives its name and description)"
+              + "".join(f"; {problem}" for problem in problems))
     for problem in problems:
         say(f"--skills {folder}: {problem}")
 
@@ -237,24 +248,121 @@ def count(text: str) -> int:
     return int(text)
 
 
-# What "go on with" repeats: the flags that shape a run. The workspace and the traces folder
-# are in the session; a script is used up by the run that read it.
+# The flags that shape a run: the session records them (run()), a resume goes on with them
+# (with_settings) and "go on with" repeats them. The workspace and the traces folder are in
+# the session too; a script is used up by the run that read it.
 SETTINGS = ("model", "base_url", "timeout", "max_retries", "max_turns", "no_shell",
             "no_parallel", "no_stream", "no_compact", "budget", "elide_after", "text_actions",
             "mcp", "skills", "subagents", "plan", "quiet")
+# A setting given on a resume's command line turns off the session's that cannot run with it.
+# No flag turns a recorded --no-shell off: a session made without the shell stays without it.
+OVERRIDES = {"no_compact": ("budget", "elide_after"), "budget": ("no_compact",),
+             "elide_after": ("no_compact",), "text_actions": ("subagents",),
+             "subagents": ("text_actions",)}
 
 
 def settings(args) -> list[str]:
-    """The flags of SETTINGS this run was given, as words to put on a command line."""
-    defaults, words = make_parser(), []
+    """The flags of SETTINGS this run was given, as words to put on a command line; with the
+    session's --mcp servers a resume did not start (args.held), for whoever runs it again."""
+    values = {name: getattr(args, name) for name in SETTINGS}
+    values["mcp"] = values["mcp"] or getattr(args, "held", [])
+    return as_words(values)
+
+
+def as_words(values: dict) -> list[str]:
+    """Settings ({name: value}) as command-line words, leaving out those at their default."""
+    defaults = make_parser()
+    return [word for name in SETTINGS if name in values
+            and values[name] != defaults.get_default(name)
+            for word in flag_words(name, values[name])]
+
+
+def flag_words(name: str, value) -> list[str]:
+    """One setting as command-line words: --no-shell, --max-turns 7, --mcp A --mcp B."""
+    flag = "--" + name.replace("_", "-")
+    return ([flag] if value is True else [word for item in value for word in (flag, item)]
+            if isinstance(value, list) else [flag, str(value)])
+
+
+def unset_parser(names=None) -> argparse.ArgumentParser:
+    """make_parser(), but a flag of names (default: every flag) not given is left unset instead
+    of set to its default: what is set is what the words gave."""
+    parser = make_parser()
+    for action in parser._actions:
+        if names is None or action.dest in names:
+            action.default = argparse.SUPPRESS
+    return parser
+
+
+def with_settings(parser, args) -> None:
+    """Every setting of SETTINGS on args: as the command line gave it; else, on --resume, as
+    the session recorded it (its last note saying so, on its branch); else its default. Also
+    on args: given (the command line's settings), recorded (the session's, {name: value}; None
+    for a session older than that), kept (the names taken from it) and held (its --mcp
+    servers: a resume does not start a program a session file names unless told to again)."""
+    given = {name: getattr(args, name) for name in SETTINGS if hasattr(args, name)}
+    recorded = session_settings(parser, args.resume) if args.resume else None
+    kept = {name: value for name, value in (recorded or {}).items() if name not in given}
+    for name in given:
+        for other in OVERRIDES.get(name, ()):
+            kept.pop(other, None)
+    args.held = kept.pop("mcp", [])
+    defaults = make_parser()
     for name in SETTINGS:
-        value = getattr(args, name)
-        if value != defaults.get_default(name):
-            flag = "--" + name.replace("_", "-")
-            words += ([flag] if value is True else
-                      [word for item in value for word in (flag, item)] if isinstance(value, list)
-                      else [flag, str(value)])
-    return words
+        setattr(args, name, given[name] if name in given else
+                kept[name] if name in kept else defaults.get_default(name))
+    args.given, args.recorded, args.kept = given, recorded, list(kept)
+
+
+def session_settings(parser, path: str) -> dict | None:
+    """The settings the session's branch recorded, {name: value}; None for a session from before
+    main.py recorded them (or one it cannot open: main() says why when it opens it)."""
+    try:
+        words = recorded(sessions.load_session(path), "settings")
+    except (sessions.SessionError, OSError):
+        return None
+    if words is None:
+        return None
+    try:
+        if not (isinstance(words, list) and all(isinstance(word, str) for word in words)):
+            raise ValueError("not a list of flags")
+        reader = unset_parser()
+
+        def refuse(message):
+            raise ValueError(message)
+        reader.error = refuse
+        found = vars(reader.parse_args(words))
+        if set(found) - set(SETTINGS):
+            raise ValueError(f"{', '.join(sorted(set(found) - set(SETTINGS)))}: not a setting")
+    except ValueError as exc:
+        parser.error(f"--resume {path}: the settings its note records, "
+                     f"{agent.one_line(json.dumps(words), 100)}, are not flags of this main.py "
+                     f"({exc}); was the note edited?")
+    return found
+
+
+def settings_said(args) -> str:
+    """One line: the settings a resume took from its session, and those the command line
+    changed (see with_settings)."""
+    given = [shlex.join(flag_words(name, value)) for name, value in args.given.items()]
+    if args.recorded is None:
+        return ("settings: the session recorded none (it is older than that): the defaults"
+                + (f", and from the command line {', '.join(given)}" if given else ""))
+
+    def had(name):  # what the session had
+        return shlex.join(as_words({name: args.recorded[name]}) if name in args.recorded
+                          else []) or "none"
+    kept = as_words({name: args.recorded[name] for name in args.kept})
+    changed = [f"{shlex.join(flag_words(name, value))} (the session's: {had(name)})"
+               for name, value in args.given.items() if had(name)
+               != (shlex.join(as_words({name: value})) or "none")]
+    dropped = [had(name) for name in args.recorded
+               if name not in args.given and name not in args.kept and name != "mcp"]
+    return ("settings: the session's " + (shlex.join(kept) or "(the defaults)")
+            + (f"; the command line changed {', '.join(changed)}" if changed else "")
+            + (f"; turned off, as the flags given need: {', '.join(dropped)}" if dropped else "")
+            + (f"; not started again: {shlex.join(as_words({'mcp': args.held}))} (a resume "
+               "runs no program a session names: give --mcp to start one)" if args.held else ""))
 
 
 STEP_FIELDS = {"content", "calls", "finish_reason"}
@@ -572,7 +680,8 @@ def start_session(folder: Path) -> sessions.Session:
 
 
 def recorded(session: sessions.Session, key: str) -> str | None:
-    """What main.py last noted on the session's branch under key: "workspace", "traces"."""
+    """What main.py last noted on the session's branch under key: "workspace", "traces",
+    "settings" (its flags of SETTINGS, as words)."""
     return next((e[key] for e in session.ancestors() if e["type"] == "note" and key in e), None)
 
 
@@ -637,9 +746,6 @@ def run(args, session: sessions.Session, remote: list = ()) -> int:
         return 2
     root = Path(os.path.realpath(workdir))
     traces = Path(os.path.abspath(args.traces or recorded(session, "traces") or HERE / "traces"))
-    if (recorded(session, "workspace"), recorded(session, "traces")) != (str(root), str(traces)):
-        session.append("note", text=f"main.py works in {root}, its traces go to {traces}",
-                       workspace=str(root), traces=str(traces))  # where a resume goes on
     for folder in (traces, traces / session.path.stem):  # the tracer's folder is ours only too
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     bot, tracer = make_agent(args, session, root, traces, remote)
@@ -648,6 +754,14 @@ def run(args, session: sessions.Session, remote: list = ()) -> int:
     except ValueError as exc:  # a branch no model may be sent (SessionError), or a compaction
         say(f"main.py: {exc}")  # entry that does not fit its branch: the file is as it was
         return 1
+    if args.resume:
+        say(settings_said(args), args.quiet)
+    words = settings(args)  # where a resume goes on, and with which flags (with_settings)
+    if [recorded(session, key) for key in ("workspace", "traces", "settings")] != [
+            str(root), str(traces), words]:
+        session.append("note", text=f"main.py works in {root}, its traces go to {traces}, its "
+                       f"settings: {shlex.join(words) or 'the defaults'}",
+                       workspace=str(root), traces=str(traces), settings=words)
     say(f"workspace: {shown(root)}   session: {shown(session.path)}", args.quiet)
     try:
         return converse(bot, args, tracer)

@@ -901,6 +901,94 @@ def test_a_plan_survives_compaction_and_a_resume(kit, clients, monkeypatch):
     assert made[-1][0].plan.items == plan  # the last todo that was accepted
 
 
+# --- The settings a resume keeps ---------------------------------------------------------------
+
+
+def note_settings(path: Path) -> list:
+    """The settings main.py last noted in the session, as words."""
+    return main.recorded(sessions.load_session(path), "settings")
+
+
+def settings_line(err: str) -> str:
+    [line] = [line for line in err.splitlines() if line.startswith("settings: ")]
+    return line
+
+
+def test_a_flag_given_on_resume_wins_over_the_session_s_and_is_noted_for_the_next(kit):
+    flags = ["--no-shell", "--max-turns", "2", "--no-parallel"]
+    assert kit({"content": "one"}, flags=flags)[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    assert note_settings(path) == ["--max-turns", "2", "--no-shell", "--no-parallel"]
+    reads = [{"calls": [call("list_files")]}] * 3
+    code, out, err = kit(*reads, {"content": "two"}, flags=["--resume", str(path),
+                                                             "--max-turns", "5"])
+    assert code == 0, err
+    assert settings_line(err) == ("settings: the session's --no-shell --no-parallel; the command "
+                                  "line changed --max-turns 5 (the session's: --max-turns 2)")
+    stops = [e for e in sessions.load_session(path).path_to() if e["type"] == "stop"]
+    assert stops[-1]["stop_reason"] == "done"  # 4 model calls: more than 2, within 5
+    assert note_settings(path) == ["--max-turns", "5", "--no-shell", "--no-parallel"]
+    code, out, err = kit(*reads, {"content": "three"}, flags=["--resume", str(path)])
+    assert code == 0, err  # the next resume goes on with 5, as the last run had it
+    assert settings_line(err) == "settings: the session's --max-turns 5 --no-shell --no-parallel"
+    code, out, err = kit({"content": "four"}, flags=["--resume", str(path), "--max-turns", "20"])
+    assert "the command line changed --max-turns 20 (the session's: --max-turns 5)" in err
+    assert note_settings(path) == ["--no-shell", "--no-parallel"]  # 20 is the default
+
+
+@needs_compaction
+def test_a_flag_given_on_resume_turns_off_the_session_s_that_cannot_run_with_it(kit):
+    assert kit({"content": "one"}, flags=["--budget", "4000"])[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    code, out, err = kit({"content": "two"}, flags=["--resume", str(path), "--no-compact"])
+    assert code == 0, err
+    assert settings_line(err).endswith("; the command line changed --no-compact (the session's: "
+                                       "none); turned off, as the flags given need: --budget 4000")
+    assert "--budget" not in note_settings(path)
+
+
+def test_a_session_made_before_settings_were_noted_resumes_with_the_defaults(kit):
+    assert kit({"content": "one"}, flags=["--no-shell", "--max-turns", "1"])[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for entry in lines:  # as main.py wrote its note before it noted settings
+        entry.pop("settings", None)
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in lines))
+    steps = [{"calls": [call("run_command", command="touch ran.txt")]}, {"content": "ran it"}]
+    code, out, err = kit(*steps, answers="y\n", flags=["--resume", str(path)])
+    assert code == 0, err
+    assert settings_line(err) == ("settings: the session recorded none (it is older than that): "
+                                  "the defaults")
+    assert (kit.work / "ran.txt").exists()  # the shell is there, and 2 turns went past 1
+    assert note_settings(path) == []  # noted now: the defaults
+
+
+def test_a_session_s_settings_edited_into_something_else_are_refused(kit, capsys):
+    assert kit({"content": "one"}, flags=["--no-shell"])[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    path.write_text(path.read_text().replace('"settings": ["--no-shell"]',
+                                             '"settings": ["--workdir", "/"]'))
+    with pytest.raises(SystemExit) as stop:
+        kit({"content": "two"}, flags=["--resume", str(path)])
+    assert stop.value.code == 2
+    assert "the settings its note records" in capsys.readouterr().err
+
+
+@needs_mcp
+def test_a_resume_starts_no_server_the_session_names_unless_given_again(kit):
+    pid_file = kit.tmp / "server.pid"
+    assert kit({"content": "one"}, flags=["--mcp", notes_server(pid_file)])[0] == 0
+    assert gone(pid_file)
+    pid_file.unlink()
+    path = next((kit.tmp / "sessions").iterdir())
+    code, out, err = kit({"content": "two"}, flags=["--resume", str(path)])
+    assert code == 0, err
+    assert not pid_file.exists()  # not started
+    assert f"not started again: --mcp {shlex.quote(notes_server(pid_file))}" in err
+    [said] = [line for line in err.splitlines() if line.startswith("go on with: ")]
+    assert shlex.split(said)[-2:] == ["--mcp", notes_server(pid_file)]  # yours to run
+
+
 # --- In a process of its own --------------------------------------------------------------------
 
 
@@ -980,3 +1068,48 @@ def test_main_runs_with_the_optional_modules_deleted(deleted, tmp_path):
     assert child.returncode == 0, err
     assert (tmp_path / "work" / "a.md").read_text() == "a\n"
     assert "tool result: " in out  # agent.print_event shows the run instead of StreamView
+
+
+def wait_for_question(child, question: str) -> str:
+    """Block until the child's stdout shows question (input() flushes its prompt), or it ends."""
+    seen = b""
+    while question.encode() not in seen:
+        chunk = os.read(child.stdout.fileno(), 4096)
+        assert chunk, f"the child ended first: {seen.decode()}{child.stderr.read()}"
+        seen += chunk
+    return seen.decode()
+
+
+def test_a_no_shell_run_killed_mid_run_resumes_without_the_shell_and_with_its_max_turns(
+        tmp_path):
+    (tmp_path / "work").mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"calls": [call("run_command", command="touch ran.txt")]},
+                                  create("a.md", "a\n")]))
+    flags = ["--workdir", "work", "--sessions", "sessions", "--traces", "traces"]
+    child = start(KIT, *flags, "--no-shell", "--max-turns", "3", "--scripted", str(script),
+                  "make a.md", cwd=tmp_path)
+    try:
+        wait_for_question(child, "apply this change to a.md?")  # mid-run, in the edit's tool
+    finally:
+        child.send_signal(signal.SIGKILL)  # no "go on with" line: only the session is left
+        child.communicate(timeout=30)
+    [path] = (tmp_path / "sessions").iterdir()
+    assert sessions.load_session(path).path_to()[-1]["type"] == "tool_start"
+
+    reads = [{"calls": [call("run_command", command="touch ran.txt")]},
+             *[{"calls": [call("list_files")]}] * 3, {"content": "done"}]
+    script.write_text(json.dumps(reads))
+    again = start(KIT, "--resume", str(path), "--scripted", str(script), "go on", cwd=tmp_path)
+    out, err = again.communicate("y\n" * 5, timeout=30)  # a y for any question it might ask
+    assert again.returncode == 0, err
+    assert "settings: the session's --max-turns 3 --no-shell" in err
+    assert not (tmp_path / "work" / "ran.txt").exists() and "run this" not in out
+    session = sessions.load_session(path)
+    results = [m["content"] for m in session.messages() if m["role"] == "tool"]
+    assert "unknown tool" in results[0] and "unknown tool" in results[2]  # both runs: no shell
+    assert agent.INTERRUPTED in results[1]  # the edit the kill cut off
+    assert [e["stop_reason"] for e in session.path_to() if e["type"] == "stop"] == [
+        "crashed", "max_turns"]  # 3 model calls, then it stopped: not the default 20
+    [said] = [line for line in err.splitlines() if line.startswith("go on with: ")]
+    assert shlex.split(said)[-3:] == ["--max-turns", "3", "--no-shell"]
