@@ -211,21 +211,34 @@ def _quick_kernels():
         async def _async_wait(self, pollinterval: float = 0.1) -> None:
             await super()._async_wait(pollinterval=0.005)
 
+    class KernelDied(RuntimeError):
+        pass
+
     class QuickKernel(RunningKernel):
         def __init__(self, kernel_name, cwd=None, startup_timeout=60):
-            self.km = QuickManager(kernel_name=kernel_name,
-                                   kernel_spec_manager=NbvalKernelspecManager())
-            self.km.start_kernel(stderr=subprocess.DEVNULL, cwd=cwd)  # as nbval starts it
-            self.kc = self.km.client()
-            # The client's sockets connect before the kernel has bound its ports; zmq then
-            # tries again every 100 ms by default.
-            self.kc.context.setsockopt(zmq.RECONNECT_IVL, 5)
-            self.kc.start_channels()
-            try:
-                self._until_ready(time.monotonic() + startup_timeout)
-            except BaseException:
-                self.stop()
-                raise
+            # A kernel can die before it is ready when another process took one of the ports
+            # jupyter_client chose for it (it picks free ports, then the kernel binds them: a
+            # race when kernels start by the hundred on a busy machine). A new start picks new
+            # ports; a kernel that dies three times is a real failure.
+            for attempt in range(3):
+                self.km = QuickManager(kernel_name=kernel_name,
+                                       kernel_spec_manager=NbvalKernelspecManager())
+                self.km.start_kernel(stderr=subprocess.DEVNULL, cwd=cwd)  # as nbval starts it
+                self.kc = self.km.client()
+                # The client's sockets connect before the kernel has bound its ports; zmq then
+                # tries again every 100 ms by default.
+                self.kc.context.setsockopt(zmq.RECONNECT_IVL, 5)
+                self.kc.start_channels()
+                try:
+                    self._until_ready(time.monotonic() + startup_timeout)
+                    return
+                except KernelDied:
+                    self.stop()
+                    if attempt == 2:
+                        raise
+                except BaseException:
+                    self.stop()
+                    raise
 
         def _until_ready(self, deadline: float) -> None:
             wait = 0.05  # for the idle status; longer each time it is missed
@@ -245,7 +258,7 @@ def _quick_kernels():
                             wait = min(2 * wait, 1.0)
                             break  # ask again
                         if not self.km.is_alive():
-                            raise RuntimeError("the kernel died before it was ready") from None
+                            raise KernelDied("the kernel died before it was ready") from None
                 else:
                     raise RuntimeError("the kernel did not answer before its startup timeout")
 

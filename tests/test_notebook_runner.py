@@ -252,3 +252,31 @@ def test_a_killed_launcher_takes_its_forked_kernel_with_it(forked_kernel):
         time.sleep(0.02)  # polling the kernel's end, with a deadline; nothing is timed
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_kernel_that_dies_before_it_is_ready_is_started_again(tmp_path, monkeypatch):
+    """A kernel can die at its start (a port it was given taken by another process before it
+    bound it): conftest's kernel starts another, with new ports, and gives up after three."""
+    from nbval.kernel import NbvalKernelspecManager
+
+    import conftest
+
+    starts = tmp_path / "starts"
+    dies_once = ("import os, sys, runpy\n"
+                 f"with open({str(starts)!r}, 'a') as f: f.write('x')\n"
+                 f"if os.path.getsize({str(starts)!r}) == 1: sys.exit(1)\n"
+                 "sys.argv = ['ipykernel_launcher', *sys.argv[1:]]\n"
+                 "runpy.run_module('ipykernel_launcher', run_name='__main__')\n")
+    plain = NbvalKernelspecManager.get_kernel_spec
+
+    def get_kernel_spec(self, kernel_name):
+        spec = plain(self, kernel_name)
+        spec.argv = [sys.executable, "-c", dies_once, "-f", "{connection_file}"]
+        return spec
+
+    monkeypatch.setattr(NbvalKernelspecManager, "get_kernel_spec", get_kernel_spec)
+    kernel = conftest._QuickKernel("python3", cwd=str(tmp_path), startup_timeout=60)
+    try:
+        assert starts.read_text() == "xx"  # died once, then started and answered
+    finally:
+        kernel.stop()
