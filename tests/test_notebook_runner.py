@@ -254,12 +254,11 @@ def test_a_killed_launcher_takes_its_forked_kernel_with_it(forked_kernel):
         os.kill(pid, 0)
 
 
-def test_a_kernel_that_dies_before_it_is_ready_is_started_again(tmp_path, monkeypatch):
+def test_a_kernel_that_dies_before_it_is_ready_is_started_again(tmp_path, monkeypatch,
+                                                                pytestconfig):
     """A kernel can die at its start (a port it was given taken by another process before it
     bound it): conftest's kernel starts another, with new ports, and gives up after three."""
     from nbval.kernel import NbvalKernelspecManager
-
-    import conftest
 
     starts = tmp_path / "starts"
     dies_once = ("import os, sys, runpy\n"
@@ -275,6 +274,10 @@ def test_a_kernel_that_dies_before_it_is_ready_is_started_again(tmp_path, monkey
         return spec
 
     monkeypatch.setattr(NbvalKernelspecManager, "get_kernel_spec", get_kernel_spec)
+    # the project's conftest.py, as pytest loaded it (the kit has a conftest module of its own)
+    conftest = next(plugin for plugin in pytestconfig.pluginmanager.get_plugins()
+                    if getattr(plugin, "__file__", None)
+                    and Path(plugin.__file__).resolve() == ROOT / "conftest.py")
     kernel = conftest._QuickKernel("python3", cwd=str(tmp_path), startup_timeout=60)
     try:
         assert starts.read_text() == "xx"  # died once, then started and answered
