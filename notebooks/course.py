@@ -390,6 +390,14 @@ def exercise(exercise_id: str, title: str, zh: str = ""):
     return register
 
 
+def both(english: str, chinese: str) -> str:
+    """A check's message with its Chinese written beside it:
+    `assert ok, course.both(f"got {x!r}", f"得到的是 {x!r}")`. It is the English; a report in a
+    Chinese notebook shows the Chinese, which course reads from the checks' source as it reads
+    a case's two texts (check_texts), so a saved English report turns Chinese the same way."""
+    return english
+
+
 class Report:
     """What one run of an exercise's checks found: one line per check. A check gives each
     case's text in English and, beside it, in Chinese: t.case("english", "中文")."""
@@ -467,8 +475,8 @@ def _report_line(language, exercise_id, title, title_zh, verdict) -> str:
 def _case_line(language, ok, what, what_zh, detail) -> str:
     """One line of a report. In Chinese, a dash sets the detail off (a case's text may hold a
     colon), and a text that has no Chinese stays English, with the ": " after it; a detail is
-    the check's own words, but the words course writes in one (not written yet, your code
-    raised ...) are Chinese."""
+    the check's own message, in Chinese where the check wrote it with course.both, and the
+    words course writes in one (not written yet, your code raised ...) are Chinese."""
     mark = say("PASS" if ok else "FAIL", language)
     if language != "zh":
         return f"  {mark}  {what}" + (f": {detail}" if detail else "")
@@ -476,8 +484,14 @@ def _case_line(language, ok, what, what_zh, detail) -> str:
         what_zh = say(_COURSE_CASES[what], "zh")
     line = f"  {mark}  {what_zh or what}"
     if detail:
-        line += ("——" if what_zh else ": ") + _message_in_chinese(detail, _DETAILS)
+        line += ("——" if what_zh else ": ") + _detail_in_chinese(detail)
     return line
+
+
+def _detail_in_chinese(detail: str) -> str:
+    """A case's detail in Chinese: the check's message given with course.both, or the words
+    course wrote; else as it is (a value the check shows, or a message with no Chinese)."""
+    return _check_text_in_chinese(detail) or _message_in_chinese(detail, _DETAILS)
 
 
 def _exception_line(exc: BaseException) -> str:
@@ -540,7 +554,9 @@ def _load_file(path: Path, module_name: str):
 # kernel. tests/test_zh_checks.py runs every check and compares both ways of getting Chinese.
 
 _CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
-_QUOTED = r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""  # what {value!r} shows of a string
+# what {value!r} shows: a string's quoted text whole, or the repr of a number, a list, None
+# (which starts with no quote: a quoted text is never cut short, so its ": " stays inside it)
+_QUOTED = r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^'"].*?)"""
 
 
 def _literal(node) -> str | None:

@@ -9,7 +9,9 @@ starter cell, and its report compared both ways; and every text it showed must h
 Chinese, but in the lessons listed in CHECKS_NOT_YET_IN_CHINESE, whose missing texts are listed
 (pytest -rx shows them)."""
 
+import ast
 import re
+import sys
 
 import course
 import pytest
@@ -19,6 +21,9 @@ EXERCISES = course.all_exercises()
 
 # Lessons whose checks still have texts in English only, by number. This list only shrinks.
 CHECKS_NOT_YET_IN_CHINESE: set[str] = set()
+# Lessons whose checks still give some failure messages (an assert's text, a detail) in
+# English only, not as course.both(english, chinese). This list only shrinks.
+CHECK_MESSAGES_NOT_YET_IN_CHINESE = {f"{n:02}" for n in range(1, 17)}
 
 
 @pytest.fixture
@@ -99,6 +104,106 @@ def test_a_report_in_chinese_keeps_the_checks_details_and_puts_courses_own_words
         "  失败  0 不变——got 2",
     ]
     assert report.missing_chinese() == ["an English text only"]
+
+
+A_CHECK_WITH_MESSAGES = """
+import course
+
+@course.exercise("99.5", "halve(n)", "halve(n)：减半")
+def _(t, halve):
+    with t.case("halves 4", "把 4 减半"):
+        got = halve(4)
+        assert got == 2, course.both(f"halve(4) gave {got!r}, not 2",
+                                     f"halve(4) 得出 {got!r}，不是 2")
+    with t.case("leaves 0 alone", "0 不变"):
+        assert halve(0) == 0, course.both("0 changed", "0 变了")
+    with t.case("an odd number is refused", "奇数被拒绝"):
+        try:
+            halve(3)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(course.both("halve(3) was not refused", "halve(3) 没被拒绝"))
+    t.expect(halve(8) == 4, "halves 8", "把 8 减半",
+             detail=course.both(f"got {halve(8)}", f"得出 {halve(8)}"))
+"""
+
+
+def test_a_checks_message_given_with_both_shows_in_chinese_in_a_chinese_report(
+        tmp_path, monkeypatch):
+    (tmp_path / "99-halves.py").write_text(A_CHECK_WITH_MESSAGES, encoding="utf-8")
+    monkeypatch.setattr(course, "CHECKS", tmp_path)
+    monkeypatch.setattr(course, "_exercises", {})
+    course.check_texts.cache_clear()
+    try:
+        report = course.check("99.5", lambda n: [n + 1, 7][n == 0])
+        english, chinese = report.text("en"), report.text("zh")
+        made_from_english = course.in_chinese(english)
+    finally:  # the texts read from tmp_path must not stay in the cache
+        course.check_texts.cache_clear()
+        sys.modules.pop("checks_99_halves", None)
+    assert english.splitlines()[1:] == [
+        "  FAIL  halves 4: halve(4) gave 5, not 2",
+        "  FAIL  leaves 0 alone: 0 changed",
+        "  FAIL  an odd number is refused: halve(3) was not refused",
+        "  FAIL  halves 8: got 9",
+    ]
+    assert chinese.splitlines()[1:] == [
+        "  失败  把 4 减半——halve(4) 得出 5，不是 2",
+        "  失败  0 不变——0 变了",
+        "  失败  奇数被拒绝——halve(3) 没被拒绝",
+        "  失败  把 8 减半——得出 9",
+    ]
+    assert made_from_english == chinese, "a saved report turns Chinese the same way"
+    assert course.both("English", "中文") == "English", "a check's own text stays English"
+
+
+def messages_of_the_checks() -> list[tuple[str, int, ast.AST]]:
+    """Every message a check gives with a failure (the text of an assert, of an
+    AssertionError, a detail=): (file, line, the message's code)."""
+    found = []
+    for path in sorted(course.CHECKS.glob("[0-9][0-9]-*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assert) and node.msg is not None:
+                found.append((path.name, node.lineno, node.msg))
+            elif isinstance(node, ast.Call):
+                if (isinstance(node.func, ast.Name) and node.func.id == "AssertionError"
+                        and node.args):
+                    found.append((path.name, node.lineno, node.args[0]))
+                found += [(path.name, node.lineno, k.value) for k in node.keywords
+                          if k.arg == "detail"]
+    return found
+
+
+def english_only(message: ast.AST) -> bool:
+    """A message that holds English words a student reads and no Chinese beside them: a text,
+    or an f-string, not given as course.both(english, chinese). A value alone (a repr, a
+    helper's description of what it got) is not a sentence, and stays as it is."""
+    if isinstance(message, ast.Call) and ast.unparse(message.func) == "course.both":
+        return False
+    texts = [n.value for n in ast.walk(message)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return any(re.search(r"[A-Za-z]{2}", text) for text in texts)
+
+
+def test_every_message_a_check_gives_a_student_has_its_chinese_beside_it():
+    english = {}
+    for name, line, message in messages_of_the_checks():
+        if english_only(message):
+            english.setdefault(name[:2], []).append(f"{name}:{line}: {ast.unparse(message)[:80]}")
+        elif isinstance(message, ast.Call) and ast.unparse(message.func) == "course.both":
+            assert len(message.args) == 2 and all(
+                course._literal(arg) is not None for arg in message.args), \
+                f"{name}:{line}: course.both takes two texts, the English and the Chinese"
+            assert re.search(r"[\u4e00-\u9fff]", course._literal(message.args[1])), \
+                f"{name}:{line}: the second text of course.both is the Chinese one"
+    for lesson in sorted(CHECK_MESSAGES_NOT_YET_IN_CHINESE):
+        assert lesson in english, (f"every message of lesson {lesson}'s checks has its "
+                                   "Chinese: take it off CHECK_MESSAGES_NOT_YET_IN_CHINESE")
+    still = {lesson: lines for lesson, lines in english.items()
+             if lesson not in CHECK_MESSAGES_NOT_YET_IN_CHINESE}
+    assert not still, "messages in English only:\n" + "\n".join(
+        line for lines in still.values() for line in lines)
 
 
 def test_a_check_that_cannot_start_says_so_in_chinese():
