@@ -595,16 +595,18 @@ def _template(english: ast.JoinedStr, chinese) -> tuple[re.Pattern, list]:
 
 
 @functools.cache
-def check_texts() -> tuple[dict[str, str], list, list[str]]:
+def check_texts() -> tuple[dict[str, str], list, list[str], set[str]]:
     """Every text the checks give in both languages, read from their source: (English ->
-    Chinese, the f-string templates, the problems found: one English text given two Chinese
-    ones, or a template that cannot be followed)."""
-    exact, templates, problems = {}, [], []
+    Chinese, the f-string templates as (pattern, parts, a failure message?), the problems found:
+    one English text given two Chinese ones, or a template that cannot be followed, the plain
+    texts given as a case's, a title's: not only as a course.both message)."""
+    exact, templates, problems, cases = {}, [], [], set()
     for path in sorted(CHECKS.glob("[0-9][0-9]-*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if not isinstance(node, (ast.Call, ast.Tuple, ast.List)):
                 continue
             row = node.args if isinstance(node, ast.Call) else node.elts
+            message = isinstance(node, ast.Call) and ast.unparse(node.func) == "course.both"
             for english, chinese in zip(row, row[1:], strict=False):
                 en, zh = _literal(english), _literal(chinese)
                 if en is None or zh is None or _CJK.search(en) or not _CJK.search(zh):
@@ -612,7 +614,7 @@ def check_texts() -> tuple[dict[str, str], list, list[str]]:
                 where = f"{path.name}:{english.lineno}"
                 if isinstance(english, ast.JoinedStr):
                     try:
-                        templates.append(_template(english, chinese))
+                        templates.append((*_template(english, chinese), message))
                     except ValueError as exc:
                         problems.append(f"{where}: {exc}")
                 elif isinstance(chinese, ast.JoinedStr):
@@ -620,20 +622,27 @@ def check_texts() -> tuple[dict[str, str], list, list[str]]:
                 elif exact.setdefault(en, zh) != zh:
                     problems.append(f"{where}: {en!r} has two Chinese texts: {exact[en]!r} "
                                     f"and {zh!r}")
-    return exact, templates, problems
+                elif not message:
+                    cases.add(en)
+    return exact, templates, problems, cases
 
 
-def _check_text_in_chinese(text: str) -> str:
-    """A check's text in Chinese, "" if it has none."""
-    exact, patterns, _ = check_texts()
-    if text in exact:
+def _check_text_in_chinese(text: str, messages: bool = True) -> str:
+    """A check's text in Chinese, "" if it has none. messages=False: only a case's (or a
+    title's) text, never a failure message: one that starts with a value ("{n} lines: {x}")
+    would match a whole "case: detail" line. Of the templates that match, the one with the
+    most literal text: "asked about {x}" is not "asked {x}" with the value "about ..."."""
+    exact, patterns, _, cases = check_texts()
+    if text in exact and (messages or text in cases):
         return exact[text]
-    for pattern, parts in patterns:
-        found = pattern.fullmatch(text)
-        if found:  # a value that is itself a text the checks translate is shown translated
-            return "".join(p if isinstance(p, str) else exact.get(found[p], found[p])
-                           for p in parts)
-    return ""
+    best, literal = "", -1
+    for pattern, parts, message in patterns:
+        found = None if message and not messages else pattern.fullmatch(text)
+        size = found and len(text) - sum(len(value) for value in found.groups())
+        if found and size > literal:  # a value that is itself a text the checks translate
+            best, literal = "".join(p if isinstance(p, str) else exact.get(found[p], found[p])
+                                    for p in parts), size  # is shown translated
+    return best
 
 
 def _pattern(template: str, **patterns) -> re.Pattern:
@@ -712,7 +721,7 @@ def _case_in_chinese(ok: bool, rest: str) -> str:
     cuts = [at for at in range(len(rest)) if rest.startswith(": ", at)]
     for at in [len(rest), *reversed(cuts)]:
         what = rest[:at]
-        zh = _check_text_in_chinese(what)
+        zh = _check_text_in_chinese(what, messages=False)
         if zh or what in _COURSE_CASES:
             return _case_line("zh", ok, what, zh, rest[at + 2:])
     for at in cuts:

@@ -23,7 +23,7 @@ EXERCISES = course.all_exercises()
 CHECKS_NOT_YET_IN_CHINESE: set[str] = set()
 # Lessons whose checks still give some failure messages (an assert's text, a detail) in
 # English only, not as course.both(english, chinese). This list only shrinks.
-CHECK_MESSAGES_NOT_YET_IN_CHINESE = {f"{n:02}" for n in range(1, 17)}
+CHECK_MESSAGES_NOT_YET_IN_CHINESE = {"12", "13", "14", "15", "16"}
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_a_report_in_chinese_keeps_the_checks_details_and_puts_courses_own_words
             double(3)
         with t.case("an English text only"):
             raise NotImplementedError
-        t.expect(double(0) == 0, "keeps 0", "0 不变", detail=f"got {double(0)}")
+        t.expect(double(0) == 0, "keeps 0", "0 不变", detail=f"double(0) is {double(0)}")
 
     try:
         report = course.check("99.3", lambda x: x + 2 if x != 3 else 1 / 0)
@@ -94,14 +94,14 @@ def test_a_report_in_chinese_keeps_the_checks_details_and_puts_courses_own_words
         "  PASS  doubles 2",
         "  FAIL  doubles 3: your code raised ZeroDivisionError: division by zero",
         "  FAIL  an English text only: not written yet",
-        "  FAIL  keeps 0: got 2",
+        "  FAIL  keeps 0: double(0) is 2",
     ]
     assert report.text("zh").splitlines() == [
         "练习 99.3 · 一道很小的测试练习——4 项中通过 1 项",
         "  通过  把 2 翻倍",
         "  失败  把 3 翻倍——你的代码抛出了 ZeroDivisionError: division by zero",
         "  失败  an English text only: 还没写",
-        "  失败  0 不变——got 2",
+        "  失败  0 不变——double(0) is 2",
     ]
     assert report.missing_chinese() == ["an English text only"]
 
@@ -126,6 +126,13 @@ def _(t, halve):
             raise AssertionError(course.both("halve(3) was not refused", "halve(3) 没被拒绝"))
     t.expect(halve(8) == 4, "halves 8", "把 8 减半",
              detail=course.both(f"got {halve(8)}", f"得出 {halve(8)}"))
+    lines, asked = halve(6), "a.txt"
+    with t.case("halves 6", "把 6 减半"):  # a message that starts with a value
+        assert lines == 3, course.both(f"{lines} lines: not 3", f"{lines} 行：不是 3")
+    with t.case("asks about a.txt", "问到 a.txt"):
+        if lines == 1:
+            assert False, course.both(f"asked {asked!r}", f"问的是 {asked!r}")
+        assert False, course.both(f"asked about {asked!r}", f"问到的是 {asked!r}")
 """
 
 
@@ -147,12 +154,16 @@ def test_a_checks_message_given_with_both_shows_in_chinese_in_a_chinese_report(
         "  FAIL  leaves 0 alone: 0 changed",
         "  FAIL  an odd number is refused: halve(3) was not refused",
         "  FAIL  halves 8: got 9",
+        "  FAIL  halves 6: 7 lines: not 3",
+        "  FAIL  asks about a.txt: asked about 'a.txt'",
     ]
     assert chinese.splitlines()[1:] == [
         "  失败  把 4 减半——halve(4) 得出 5，不是 2",
         "  失败  0 不变——0 变了",
         "  失败  奇数被拒绝——halve(3) 没被拒绝",
         "  失败  把 8 减半——得出 9",
+        "  失败  把 6 减半——7 行：不是 3",  # not the whole line read as that message
+        "  失败  问到 a.txt——问到的是 'a.txt'",  # the template that fits most closely
     ]
     assert made_from_english == chinese, "a saved report turns Chinese the same way"
     assert course.both("English", "中文") == "English", "a check's own text stays English"
@@ -204,6 +215,50 @@ def test_every_message_a_check_gives_a_student_has_its_chinese_beside_it():
              if lesson not in CHECK_MESSAGES_NOT_YET_IN_CHINESE}
     assert not still, "messages in English only:\n" + "\n".join(
         line for lines in still.values() for line in lines)
+
+
+def both_messages() -> list[tuple[str, int, ast.Call]]:
+    """Every course.both(english, chinese) in the checks: (file, line, the call)."""
+    return [(path.name, node.lineno, node)
+            for path in sorted(course.CHECKS.glob("[0-9][0-9]-*.py"))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "course.both"]
+
+
+def with_sample_values(text: ast.AST, samples: dict) -> str:
+    """A message's text with a sample value for each {value}: the same code, the same sample
+    (a quoted text for !r, else [n]), so the English and the Chinese show the same values."""
+    if isinstance(text, ast.Constant):
+        return text.value
+    shown = ""
+    for part in text.values:
+        if isinstance(part, ast.Constant):
+            shown += part.value
+            continue
+        code = ast.unparse(part.value)
+        if code not in samples:
+            samples[code] = repr(f"v{len(samples)}") if part.conversion == ord("r") else \
+                f"[{len(samples)}]"
+        shown += samples[code]
+    return shown
+
+
+def test_every_message_is_shown_in_its_own_chinese_alone_and_after_a_case():
+    """No other template takes a message over (a shorter one it also fits, or, on a report's
+    line, a message read as the case's text): each is matched back to the Chinese beside it."""
+    case = "the default path '.' gives paths without './'"
+    case_zh = course._check_text_in_chinese(case)
+    report = "Exercise 01.2, find_text(text, path): which files contain the text, and where: "
+    wrong = []
+    for name, line, call in both_messages():
+        samples = {}
+        english, chinese = (with_sample_values(text, samples) for text in call.args)
+        shown = course.in_chinese(f"{report}0 of 1 pass\n  FAIL  {case}: {english}")
+        if (course._check_text_in_chinese(english) != chinese
+                or shown.split("\n")[1] != f"  失败  {case_zh}——{chinese}"):
+            wrong.append(f"{name}:{line}: {english!r} -> {shown.split(chr(10))[1]!r}")
+    assert case_zh and len(both_messages()) > 0
+    assert not wrong, f"{len(wrong)} messages not shown as meant:\n" + "\n".join(wrong)
 
 
 def test_a_check_that_cannot_start_says_so_in_chinese():

@@ -105,17 +105,21 @@ def same_as_edit_file(yours, args, case: int) -> None:
         inside(folders[who], small_project)
     mine = inside(folders["yours"], lambda: outcome(yours, args))
     wanted = inside(folders["agent"], lambda: outcome(agent.edit_file, args))
-    told = f"yours {said(mine)}; agent.edit_file {said(wanted)}"
+    told = course.both(f"yours {said(mine)}; agent.edit_file {said(wanted)}",
+                       f"你的函数：{said(mine)}；agent.edit_file：{said(wanted)}")
     assert mine[0] == wanted[0], told
     if wanted[0] == "returns":
         assert mine[1] == wanted[1], told
     else:
         assert type(mine[1]) is type(wanted[1]), told
         count = re.search(r"found \d+", str(wanted[1]))
-        assert not count or count.group() in str(mine[1]), \
-            f"the message should say how many it found ({count.group()}): {told}"
+        assert not count or count.group() in str(mine[1]), course.both(
+            f"the message should say how many it found ({count.group()}): {told}",
+            f"消息里应当说明找到了几处（{count.group()}）：{told}")
     changed = differences(folders["yours"], folders["agent"])
-    assert not changed, f"afterwards these differ from agent.edit_file's: {', '.join(changed)}"
+    assert not changed, course.both(
+        f"afterwards these differ from agent.edit_file's: {', '.join(changed)}",
+        f"运行之后，这些文件和 agent.edit_file 留下的不一样：{', '.join(changed)}")
 
 
 @course.exercise("01.1", "the article's edit_file, fixed until it behaves like agent.edit_file",
@@ -151,8 +155,9 @@ def short(value) -> str:
 
 
 def matches_of(result, call: str) -> list:
-    assert isinstance(result, dict) and "matches" in result, \
-        f"{call} should return a dict with 'path' and 'matches', not {short(result)}"
+    assert isinstance(result, dict) and "matches" in result, course.both(
+        f"{call} should return a dict with 'path' and 'matches', not {short(result)}",
+        f"{call} 应当返回一个带 'path' 和 'matches' 的字典，而不是 {short(result)}")
     return result["matches"]
 
 
@@ -164,42 +169,50 @@ def _(t, find_text):
                 "返回 {'path': path, 'matches': [...]}，就像 list_files 返回 'files'"):
         result = find_text("hello", "project")
         matches_of(result, "find_text('hello', 'project')")
-        assert result.get("path") == "project", f"'path' is {result.get('path')!r}, not 'project'"
+        assert result.get("path") == "project", course.both(
+            f"'path' is {result.get('path')!r}, not 'project'",
+            f"'path' 是 {result.get('path')!r}，不是 'project'")
     with t.case("finds the text in every subfolder, and only in text files",
                 "在每个子文件夹里找，而且只找文本文件"):
         found = matches_of(find_text("hello", "project"), "find_text('hello', 'project')")
         paths = sorted(str(m.get("path")) for m in found if isinstance(m, dict))
         wanted = sorted(m["path"] for m in FOUND)
-        assert paths == wanted, f"found {paths}, expected {wanted}"
+        assert paths == wanted, course.both(f"found {paths}, expected {wanted}",
+                                            f"找到的是 {paths}，应当是 {wanted}")
     with t.case("each match is {path, line}: the path as read_file takes it, the first line "
                 "(counting from 1), sorted by path",
                 "每个匹配是 {path, line}：read_file 能接受的路径，第一个含有该文本的行（从 1 数起"
                 "），按路径排序"):
         found = matches_of(find_text("hello", "project"), "find_text('hello', 'project')")
-        assert found == FOUND, f"got {short(found)}"
+        assert found == FOUND, course.both(f"got {short(found)}", f"得到的是 {short(found)}")
     with t.case("a file that is not UTF-8 is skipped, not an error",
                 "不是 UTF-8 的文件跳过，不算错误"):
         found = matches_of(find_text("PNG", "project"), "find_text('PNG', 'project')")
-        assert found == [], f"find_text('PNG', 'project') should find nothing, got {found}"
+        assert found == [], course.both(
+            f"find_text('PNG', 'project') should find nothing, got {found}",
+            f"find_text('PNG', 'project') 应当什么也找不到，却得到 {found}")
     with t.case("the default path '.' gives paths without './'",
                 "默认路径 '.' 给出的路径不带 './'"):
         found = inside(Path("project"), lambda: find_text("hello"))["matches"]
         wanted = [{**m, "path": m["path"].removeprefix("project/")} for m in FOUND]
-        assert found == wanted, f"got {short(found)}"
+        assert found == wanted, course.both(f"got {short(found)}", f"得到的是 {short(found)}")
     with t.case("the result turns into JSON (what the model receives)",
                 "结果能转成 JSON（也就是模型收到的内容）"):
         result = find_text("hello", "project")
-        assert json.loads(json.dumps(result)) == result, "json.dumps cannot write it unchanged"
+        assert json.loads(json.dumps(result)) == result, course.both(
+            "json.dumps cannot write it unchanged", "json.dumps 无法把结果原样写出来")
     with t.case("a missing folder raises FileNotFoundError, as list_files does",
                 "文件夹不存在时抛出 FileNotFoundError，和 list_files 一样"):
         kind, value = outcome(find_text, ("hello", "nowhere"))
-        assert kind == "raises" and isinstance(value, FileNotFoundError), \
-            f"find_text('hello', 'nowhere') {said((kind, value))}"
+        assert kind == "raises" and isinstance(value, FileNotFoundError), course.both(
+            f"find_text('hello', 'nowhere') {said((kind, value))}",
+            f"find_text('hello', 'nowhere') 的结果：{said((kind, value))}")
     with t.case("a file instead of a folder raises NotADirectoryError, as list_files does",
                 "给的是文件而不是文件夹时，抛出 NotADirectoryError，和 list_files 一样"):
         kind, value = outcome(find_text, ("hello", "project/a.py"))
-        assert kind == "raises" and isinstance(value, NotADirectoryError), \
-            f"find_text('hello', 'project/a.py') {said((kind, value))}"
+        assert kind == "raises" and isinstance(value, NotADirectoryError), course.both(
+            f"find_text('hello', 'project/a.py') {said((kind, value))}",
+            f"find_text('hello', 'project/a.py') 的结果：{said((kind, value))}")
 
 
 # --- 01.3: explain the line-ending trap --------------------------------------------------------
@@ -213,9 +226,11 @@ def refused(tool, args, *, path: str) -> str:
     """The message of the ValueError tool(*args) raises; asserts it raised and wrote nothing."""
     before = Path(path).read_bytes()
     kind, value = outcome(tool, args)
-    assert kind == "raises" and isinstance(value, ValueError), \
-        f"{args[0]}: expected a ValueError, but it {said((kind, value))}"
-    assert Path(path).read_bytes() == before, f"{path} was changed, though the edit was refused"
+    assert kind == "raises" and isinstance(value, ValueError), course.both(
+        f"{args[0]}: expected a ValueError, but it {said((kind, value))}",
+        f"{args[0]}：应当抛出 ValueError，实际上 {said((kind, value))}")
+    assert Path(path).read_bytes() == before, course.both(
+        f"{path} was changed, though the edit was refused", f"修改被拒绝了，{path} 却还是变了")
     return str(value)
 
 
@@ -229,38 +244,42 @@ def _(t, edit_file_crlf_hint):
                 "\\r\\n 文件、old_str 里是 \\n：拒绝，消息里提到 \\r\\n"):
         dos()
         message = refused(edit_file_crlf_hint, ("dos.txt", "one\ntwo", "1\n2"), path="dos.txt")
-        assert mentions_crlf(message), f"the message does not mention \\r\\n: {message!r}"
+        assert mentions_crlf(message), course.both(
+            f"the message does not mention \\r\\n: {message!r}",
+            f"消息里没有提到 \\r\\n：{message!r}")
     with t.case("and nothing is guessed: the file is unchanged", "而且不做猜测：文件不变"):
         dos()
         outcome(edit_file_crlf_hint, ("dos.txt", "one\ntwo", "1\n2"))
-        assert Path("dos.txt").read_bytes() == b"one\r\ntwo\r\n", \
-            f"dos.txt became {Path('dos.txt').read_bytes()!r}"
+        assert Path("dos.txt").read_bytes() == b"one\r\ntwo\r\n", course.both(
+            f"dos.txt became {Path('dos.txt').read_bytes()!r}",
+            f"dos.txt 变成了 {Path('dos.txt').read_bytes()!r}")
     with t.case("old_str with \\r\\n on a \\r\\n file: edited, \\r\\n kept",
                 "\\r\\n 文件、old_str 里是 \\r\\n：修改成功，\\r\\n 保留"):
         dos()
         result = outcome(edit_file_crlf_hint, ("dos.txt", "one\r\ntwo", "1\r\n2"))
         assert result == ("returns", {"path": "dos.txt", "action": "edited"}), said(result)
-        assert Path("dos.txt").read_bytes() == b"1\r\n2\r\n", \
-            f"dos.txt became {Path('dos.txt').read_bytes()!r}"
+        assert Path("dos.txt").read_bytes() == b"1\r\n2\r\n", course.both(
+            f"dos.txt became {Path('dos.txt').read_bytes()!r}",
+            f"dos.txt 变成了 {Path('dos.txt').read_bytes()!r}")
     with t.case("a real miss on a \\r\\n file is the ordinary 'read the file again'",
                 "\\r\\n 文件上真正的匹配失败，仍是普通的 'read the file again'"):
         dos()
         message = refused(edit_file_crlf_hint, ("dos.txt", "three", "3"), path="dos.txt")
         assert "read the file again" in message and not mentions_crlf(message), \
-            f"got {message!r}"
+            course.both(f"got {message!r}", f"得到的是 {message!r}")
     with t.case("a \\n file does not use \\r\\n, so its misses are ordinary too "
                 "(even with \\r\\n in old_str)",
                 "\\n 文件不用 \\r\\n，所以匹配失败也是普通的那种（即使 old_str 里有 \\r\\n）"):
         Path("unix.txt").write_bytes(b"one\ntwo\n")
         message = refused(edit_file_crlf_hint, ("unix.txt", "one\r\ntwo", "1"), path="unix.txt")
         assert "read the file again" in message and not mentions_crlf(message), \
-            f"got {message!r}"
+            course.both(f"got {message!r}", f"得到的是 {message!r}")
     with t.case("everything else is still edit_file: create, edit once, refuse two matches",
                 "其余行为仍和 edit_file 一样：创建、替换一处、拒绝两处匹配"):
         result = outcome(edit_file_crlf_hint, ("new.txt", "", "a a\n"))
         assert result == ("returns", {"path": "new.txt", "action": "created"}), said(result)
         message = refused(edit_file_crlf_hint, ("new.txt", "a", "b"), path="new.txt")
-        assert "found 2" in message, f"got {message!r}"
+        assert "found 2" in message, course.both(f"got {message!r}", f"得到的是 {message!r}")
         result = outcome(edit_file_crlf_hint, ("new.txt", "a a", "b"))
         assert result == ("returns", {"path": "new.txt", "action": "edited"}), said(result)
 
@@ -280,13 +299,14 @@ def _(t, edit_file_all):
         result = outcome(edit_file_all, ("config.py", "old", "new", True))
         wanted = {"path": "config.py", "action": "edited", "replaced": 2}
         assert result == ("returns", wanted), said(result)
-        assert Path("config.py").read_bytes() == b"x = new\r\ny = new\r\n", \
-            f"config.py became {Path('config.py').read_bytes()!r}"
+        assert Path("config.py").read_bytes() == b"x = new\r\ny = new\r\n", course.both(
+            f"config.py became {Path('config.py').read_bytes()!r}",
+            f"config.py 变成了 {Path('config.py').read_bytes()!r}")
     with t.case("by default it is still exactly once: two matches are refused, nothing written",
                 "默认仍是恰好一次：两处匹配被拒绝，什么也不写"):
         config()
         message = refused(edit_file_all, ("config.py", "old", "new"), path="config.py")
-        assert "found 2" in message, f"got {message!r}"
+        assert "found 2" in message, course.both(f"got {message!r}", f"得到的是 {message!r}")
     with t.case("replace_all=False edits a single match like edit_file",
                 "replace_all=False 像 edit_file 一样，替换唯一的一处匹配"):
         config()
@@ -299,7 +319,7 @@ def _(t, edit_file_all):
                 "replace_all=True 但一处也没匹配到：拒绝（found 0），模型对文件的印象已经过时"):
         config()
         message = refused(edit_file_all, ("config.py", "older", "new", True), path="config.py")
-        assert "found 0" in message, f"got {message!r}"
+        assert "found 0" in message, course.both(f"got {message!r}", f"得到的是 {message!r}")
     with t.case("replace_all=True with one match: replaced 1",
                 "replace_all=True 且只有一处匹配：replaced 1"):
         config()

@@ -66,18 +66,23 @@ def _(t, check_tools_strict):
     def passes(what, zh, tools, registry=TOOL_REGISTRY):
         with t.case(what, zh):
             exc = raised_by(check_tools_strict, tools, registry)
-            assert exc is None, f"it raised {type(exc).__name__}: {short(str(exc))}"
+            assert exc is None, course.both(f"it raised {type(exc).__name__}: {short(str(exc))}",
+                                            f"抛出了 {type(exc).__name__}: {short(str(exc))}")
 
     def reports(what, zh, tools, registry, *names):
         with t.case(what, zh):
             before = copy.deepcopy((tools, registry))
             exc = raised_by(check_tools_strict, tools, registry)
-            assert exc is not None, "it raised nothing"
-            assert isinstance(exc, ValueError), \
-                f"it raised {type(exc).__name__}, not ValueError: {short(str(exc))}"
+            assert exc is not None, course.both("it raised nothing", "没有抛出任何异常")
+            assert isinstance(exc, ValueError), course.both(
+                f"it raised {type(exc).__name__}, not ValueError: {short(str(exc))}",
+                f"抛出的是 {type(exc).__name__}，不是 ValueError：{short(str(exc))}")
             missing = [name for name in names if name not in str(exc)]
-            assert not missing, f"the message does not name {missing}: {short(str(exc))}"
-            assert (tools, registry) == before, "it changed the schemas or the registry"
+            assert not missing, course.both(
+                f"the message does not name {missing}: {short(str(exc))}",
+                f"消息里没有点名 {missing}：{short(str(exc))}")
+            assert (tools, registry) == before, course.both(
+                "it changed the schemas or the registry", "Schema 或注册表被改动了")
 
     passes("the built-in TOOLS and TOOL_REGISTRY pass",
            "内置的 TOOLS 和 TOOL_REGISTRY 能通过", TOOLS)
@@ -125,8 +130,10 @@ def _(t, tools_from_specs):
     with t.case("agent.py's three specs give exactly TOOLS and TOOL_REGISTRY",
                 "agent.py 的三条定义恰好得到 TOOLS 和 TOOL_REGISTRY"):
         tools, registry = tools_from_specs(built_in_specs())
-        assert tools == TOOLS, f"the schemas differ from TOOLS: {short(tools)}"
-        assert registry == TOOL_REGISTRY, f"the registry differs: {short(registry)}"
+        assert tools == TOOLS, course.both(f"the schemas differ from TOOLS: {short(tools)}",
+                                           f"Schema 和 TOOLS 不一样：{short(tools)}")
+        assert registry == TOOL_REGISTRY, course.both(f"the registry differs: {short(registry)}",
+                                                      f"注册表不一样：{short(registry)}")
     with t.case("the two halves pass check_tools", "得到的两部分通过 check_tools"):
         agent.check_tools(*tools_from_specs(built_in_specs()))
     with t.case("a fourth spec appears in both halves, last, and they still agree",
@@ -136,8 +143,10 @@ def _(t, tools_from_specs):
         tools, registry = tools_from_specs(specs)
         assert [s["function"]["name"] for s in tools] == [
             "read_file", "list_files", "edit_file", "count_lines"], short(tools)
-        assert tools[3] == COUNT_LINES, f"count_lines's schema is {short(tools[3])}"
-        assert registry.get("count_lines") is count_lines, "count_lines is not registered"
+        assert tools[3] == COUNT_LINES, course.both(f"count_lines's schema is {short(tools[3])}",
+                                                    f"count_lines 的 Schema 是 {short(tools[3])}")
+        assert registry.get("count_lines") is count_lines, course.both(
+            "count_lines is not registered", "count_lines 没有注册")
         agent.check_tools(tools, registry)
     with t.case("the halves are made from the specs given, in their order",
                 "两部分由给定的定义生成，顺序不变"):
@@ -154,12 +163,14 @@ def _(t, tools_from_specs):
         except ValueError:
             pass
         else:
-            raise AssertionError("it accepted two read_file specs")
+            raise AssertionError(course.both("it accepted two read_file specs",
+                                             "两条 read_file 定义都被接受了"))
     with t.case("TOOLS and TOOL_REGISTRY themselves are not changed",
                 "TOOLS 和 TOOL_REGISTRY 本身没有被改动"):
         tools, registry = tools_from_specs(built_in_specs()[:1])
         assert tools is not TOOLS and registry is not TOOL_REGISTRY
-        assert len(TOOLS) == 3 and len(TOOL_REGISTRY) == 3, "agent.py's own lists changed"
+        assert len(TOOLS) == 3 and len(TOOL_REGISTRY) == 3, course.both(
+            "agent.py's own lists changed", "agent.py 自己的列表被改动了")
 
 
 # --- 02.3: count_lines, properly -------------------------------------------------------------
@@ -186,7 +197,9 @@ def _(t, counting_tools, counting_script):
         tools, registry = counting_tools()
         names = [s["function"]["name"] for s in tools]
         assert names == ["read_file", "list_files", "edit_file", "count_lines"], names
-        assert tools[:3] == TOOLS[:3], "the first three should be TOOLS' schemas, unchanged"
+        assert tools[:3] == TOOLS[:3], course.both(
+            "the first three should be TOOLS' schemas, unchanged",
+            "前三个应当是 TOOLS 的 Schema，原样不变")
         assert tools[3]["function"]["parameters"]["required"] == ["path"], short(tools[3])
     with t.case("the schemas and the registry agree (check_tools)",
                 "Schema 和注册表一致（check_tools）"):
@@ -196,30 +209,38 @@ def _(t, counting_tools, counting_script):
                 "agent.TOOLS 和 agent.TOOL_REGISTRY 保持原样（用新的列表和字典；否则上面每个单元"
                 "格都会提供 count_lines）"):
         tools, registry = counting_tools()
-        assert tools is not TOOLS and registry is not TOOL_REGISTRY, \
-            "it returned agent.TOOLS or agent.TOOL_REGISTRY itself"
+        assert tools is not TOOLS and registry is not TOOL_REGISTRY, course.both(
+            "it returned agent.TOOLS or agent.TOOL_REGISTRY itself",
+            "返回的是 agent.TOOLS 或 agent.TOOL_REGISTRY 本身")
         assert [s["function"]["name"] for s in TOOLS] == ["read_file", "list_files", "edit_file"], \
-            "agent.TOOLS has changed: restart the kernel, then build a new list ([*TOOLS, ...])"
-        assert "count_lines" not in TOOL_REGISTRY, \
-            "agent.TOOL_REGISTRY has changed: restart the kernel, then build a new dict"
+            course.both("agent.TOOLS has changed: restart the kernel, then build a new list "
+                        "([*TOOLS, ...])",
+                        "agent.TOOLS 被改动了：重启内核，然后新建一个列表（[*TOOLS, ...]）")
+        assert "count_lines" not in TOOL_REGISTRY, course.both(
+            "agent.TOOL_REGISTRY has changed: restart the kernel, then build a new dict",
+            "agent.TOOL_REGISTRY 被改动了：重启内核，然后新建一个字典")
     with t.case("in a run on a 3-line file, the model calls count_lines and gets lines: 3",
                 "在 3 行的文件上运行：模型调用 count_lines，得到 lines: 3"):
         bot = counting_run(*counting_tools(), counting_script("three.txt"), "three.txt", 3)
         first = bot.messages[2].get("tool_calls", [{}])[0].get("function", {})
-        assert first.get("name") == "count_lines", f"the first call is {short(first)}"
+        assert first.get("name") == "count_lines", course.both(
+            f"the first call is {short(first)}", f"第一个调用是 {short(first)}")
         assert results_of(bot)[:1] == [{"path": "three.txt", "lines": 3}], short(results_of(bot))
         assert bot.client.requests[0]["tools"][3]["function"]["name"] == "count_lines"
     with t.case("the final answer says 3, and the run ends as done",
                 "最终回答说 3，运行以 done 结束"):
         bot = counting_run(*counting_tools(), counting_script("three.txt"), "three.txt", 3)
         answer = bot.messages[-1]["content"]
-        assert re.search(r"\b3\b", answer), f"the answer is {answer!r}"
-        assert bot.stop_reason == "done", f"stop reason {bot.stop_reason!r}"
+        assert re.search(r"\b3\b", answer), course.both(f"the answer is {answer!r}",
+                                                       f"回答是 {answer!r}")
+        assert bot.stop_reason == "done", course.both(f"stop reason {bot.stop_reason!r}",
+                                                      f"停止原因是 {bot.stop_reason!r}")
     with t.case("on a 5-line file the answer says 5: it is read from the tool result",
                 "在 5 行的文件上，回答说 5：数字来自工具结果"):
         bot = counting_run(*counting_tools(), counting_script("five.txt"), "five.txt", 5)
         answer = bot.messages[-1]["content"]
-        assert re.search(r"\b5\b", answer), f"the answer is {answer!r}"
+        assert re.search(r"\b5\b", answer), course.both(f"the answer is {answer!r}",
+                                                       f"回答是 {answer!r}")
 
 
 # --- 02.5: check at construction ---------------------------------------------------------------
@@ -227,7 +248,7 @@ def _(t, counting_tools, counting_script):
 
 def delete_file(path: str) -> dict:
     """Delete a file (never called by the check: it is only registered)."""
-    raise AssertionError("delete_file ran")
+    raise AssertionError(course.both("delete_file ran", "delete_file 运行了"))
 
 
 @course.exercise("02.5", "make_agent: refuse drifted tools, allow a deliberate read-only set",
@@ -241,7 +262,7 @@ def _(t, make_agent):
                 make_agent(client, tools, registry)
             except ValueError:
                 return
-            raise AssertionError("it built an Agent")
+            raise AssertionError(course.both("it built an Agent", "构造出了一个 Agent"))
 
     with t.case("builds an Agent with the tools and the registry it was given",
                 "用给定的工具和注册表构造 Agent"):
@@ -250,14 +271,17 @@ def _(t, make_agent):
 
         registry = {**TOOL_REGISTRY, "read_file": read_file}
         bot = make_agent(client, TOOLS, registry)
-        assert isinstance(bot, Agent), f"it returned {short(bot)}"
+        assert isinstance(bot, Agent), course.both(f"it returned {short(bot)}",
+                                                   f"返回的是 {short(bot)}")
         assert bot.tools == TOOLS and bot.client is client
-        assert bot.registry.get("read_file") is read_file, \
-            "the agent does not run the registry it was given (it has agent.py's read_file)"
+        assert bot.registry.get("read_file") is read_file, course.both(
+            "the agent does not run the registry it was given (it has agent.py's read_file)",
+            "智能体用的不是给定的注册表（用的是 agent.py 的 read_file）")
     with t.case("passes other keyword arguments on to Agent (max_turns=3, on_event=None)",
                 "把其他关键字参数传给 Agent（max_turns=3、on_event=None）"):
         bot = make_agent(client, TOOLS, TOOL_REGISTRY, max_turns=3, on_event=None)
-        assert bot.max_turns == 3, f"max_turns is {bot.max_turns}"
+        assert bot.max_turns == 3, course.both(f"max_turns is {bot.max_turns}",
+                                               f"max_turns 是 {bot.max_turns}")
     refused("refuses a schema without a function (drift 1), with ValueError",
             "拒绝没有函数的 Schema（漂移 1），抛出 ValueError",
             [*TOOLS, COUNT_LINES], TOOL_REGISTRY)
@@ -278,8 +302,10 @@ def _(t, make_agent):
                   reply("I cannot write here.")]
         bot = make_agent(ScriptedClient(script), READ_ONLY, TOOL_REGISTRY, on_event=None)
         bot.chat("Overwrite notes.txt.")
-        assert Path("notes.txt").read_bytes() == b"keep me\n", "notes.txt was overwritten"
-        assert "unknown tool" in bot.messages[3]["content"], short(bot.messages[3]["content"])
+        assert Path("notes.txt").read_bytes() == b"keep me\n", course.both(
+            "notes.txt was overwritten", "notes.txt 被覆盖了")
+        answered = bot.messages[3]["content"]  # the refused call's tool result
+        assert "unknown tool" in answered, short(answered)
     with t.case("accepts a registered function without a schema (drift 2): it can never run",
                 "接受注册了却没有 Schema 的函数（漂移 2）：这个函数永远不会运行"):
         bot = make_agent(client, TOOLS, {**TOOL_REGISTRY, "delete_file": delete_file})

@@ -102,11 +102,14 @@ def _(t, valid):
               "课上由 Agent 构造的消息历史：有效", lesson, True),
              *VALIDITY_CASES]
     for what, zh, messages, expected in cases:
-        assert (agent.pairing_problem(messages) is None) == expected, f"bad case: {what}"
+        assert (agent.pairing_problem(messages) is None) == expected, course.both(
+            f"bad case: {what}", f"用例有误：{what}")
         with t.case(what, zh):
             got = valid(json.loads(json.dumps(messages)))  # a copy: valid may not change it
-            assert isinstance(got, bool), f"valid() should return True or False, not {got!r}"
-            assert got == expected, f"valid() said {got}"
+            assert isinstance(got, bool), course.both(
+                f"valid() should return True or False, not {got!r}",
+                f"valid() 应当返回 True 或 False，而不是 {got!r}")
+            assert got == expected, course.both(f"valid() said {got}", f"valid() 返回了 {got}")
 
 
 # --- exercise 3: sent_totals(requests) -------------------------------------------------------
@@ -121,7 +124,8 @@ def _characters(requests, ensure_ascii=True) -> int:
 def _(t, sent_totals):
     with t.case("no requests sent nothing: (0, 0)", "没有请求，就什么也没发送：(0, 0)"):
         got = sent_totals([])
-        assert tuple(got) == (0, 0), f"sent_totals([]) gave {got!r}"
+        assert tuple(got) == (0, 0), course.both(f"sent_totals([]) gave {got!r}",
+                                                 f"sent_totals([]) 返回了 {got!r}")
 
     three = agent_run([tool_call("list_files", path="."), tool_call("list_files", path="."),
                        reply("Nothing here.")], task="What is here?")
@@ -129,21 +133,26 @@ def _(t, sent_totals):
     with t.case("it gives two whole numbers: (messages, characters)",
                 "返回两个整数：(消息数, 字符数)"):
         got = sent_totals(requests)
-        assert len(got) == 2 and all(isinstance(n, int) for n in got), f"it gave {got!r}"
+        assert len(got) == 2 and all(isinstance(n, int) for n in got), course.both(
+            f"it gave {got!r}", f"返回了 {got!r}")
     with t.case("three requests of 2, 4 and 6 messages sent 12 messages in all",
                 "分别带 2、4、6 条消息的三个请求，一共发送了 12 条消息"):
         messages, _ = sent_totals(requests)
         if messages == len(three.messages):
-            raise AssertionError(f"it gave {messages}: the length of the final history, not "
-                                 "what all the requests sent")
-        assert messages == 12, f"it gave {messages}"
+            raise AssertionError(course.both(
+                f"it gave {messages}: the length of the final history, not what all the "
+                "requests sent",
+                f"返回了 {messages}：这是最终消息历史的长度，而不是所有请求一共发送的消息数"))
+        assert messages == 12, course.both(f"it gave {messages}", f"返回了 {messages}")
     with t.case("characters: each request's messages as JSON, summed over the requests",
                 "字符数：每个请求的消息写成 JSON 后的长度，所有请求加在一起"):
         _, characters = sent_totals(requests)
         expected = {_characters(requests), _characters(requests, ensure_ascii=False)}
-        assert characters in expected, (f"it gave {characters}, expected "
-                                        f"{_characters(requests)} (json.dumps of each "
-                                        "request's messages)")
+        assert characters in expected, course.both(
+            f"it gave {characters}, expected {_characters(requests)} (json.dumps of each "
+            "request's messages)",
+            f"返回了 {characters}，应当是 {_characters(requests)}（每个请求的消息经 json.dumps "
+            "之后的长度之和）")
 
     demo = Agent(ScriptedClient(agent.demo_script()), "scripted", on_event=None)
     for task in agent.DEMO_TASKS:
@@ -152,9 +161,11 @@ def _(t, sent_totals):
     with t.case("the article's four tasks: 9 requests, 90 messages sent for a history of 19",
                 "文章的四个任务：9 个请求，为 19 条的消息历史发送了 90 条消息"):
         messages, characters = sent_totals(requests)
-        assert messages == 90, f"it gave {messages} messages"
+        assert messages == 90, course.both(f"it gave {messages} messages",
+                                           f"返回了 {messages} 条消息")
         expected = {_characters(requests), _characters(requests, ensure_ascii=False)}
-        assert characters in expected, f"it gave {characters} characters"
+        assert characters in expected, course.both(f"it gave {characters} characters",
+                                                   f"返回了 {characters} 个字符")
 
 
 # --- exercise 4: bare_loop_events --------------------------------------------------------------
@@ -192,28 +203,37 @@ def _(t, bare_loop_events):
                     f"{name_zh}：返回 (answer, messages)，和 Agent 的一样"):
             answer, messages = bare_loop_events(ScriptedClient(script()), task,
                                                 agent.SYSTEM_PROMPT, on_event=theirs.append)
-            assert messages == bot.messages, "the history differs from Agent's"
-            assert answer == bot.messages[-1]["content"], f"it returned {answer!r}"
+            assert messages == bot.messages, course.both("the history differs from Agent's",
+                                                         "消息历史和 Agent 的不一样")
+            assert answer == bot.messages[-1]["content"], course.both(
+                f"it returned {answer!r}", f"返回的是 {answer!r}")
         with t.case(f"{name}: agent.print_event prints the same lines as for Agent",
                     f"{name_zh}：agent.print_event 打印的行和 Agent 的一样"):
             printed = _printed(bare_loop_events, ScriptedClient(script()), task,
                                agent.SYSTEM_PROMPT, on_event=agent.print_event)
             expected = _printed(agent_run, script(), task, on_event=agent.print_event)
             missing = [line for line in expected if line not in printed]
-            assert not missing, f"this line is missing: {missing[0]!r}"
-            assert printed == expected, f"it printed {printed!r}"
+            assert not missing, course.both(f"this line is missing: {missing[0]!r}",
+                                            f"缺了这一行：{missing[0]!r}")
+            assert printed == expected, course.both(f"it printed {printed!r}",
+                                                    f"打印出来的是 {printed!r}")
         with t.case(f"{name}: turn_start and tool_execution_start/end as Agent emits them",
                     f"{name_zh}：turn_start 和 tool_execution_start/end 与 Agent 发出的一样"):
             got, want = _without_duration(theirs), _without_duration(ours)
             for mine, its in zip(got, want, strict=False):
-                assert mine == its, f"it sent {mine}, Agent sends {its}"
-            assert len(got) == len(want), (f"{len(got)} such events, Agent sends {len(want)}: "
-                                           f"{[e['type'] for e in want]}")
+                assert mine == its, course.both(f"it sent {mine}, Agent sends {its}",
+                                                f"发出的是 {mine}，Agent 发出的是 {its}")
+            assert len(got) == len(want), course.both(
+                f"{len(got)} such events, Agent sends {len(want)}: "
+                f"{[e['type'] for e in want]}",
+                f"这类事件有 {len(got)} 个，Agent 发出 {len(want)} 个："
+                f"{[e['type'] for e in want]}")
         with t.case(f"{name}: one message_end per message appended, in order",
                     f"{name_zh}：每追加一条消息就有一个 message_end，顺序一致"):
             roles = [e["message"]["role"] for e in theirs if e["type"] == "message_end"]
             want = [e["message"]["role"] for e in ours if e["type"] == "message_end"]
-            assert roles == want, f"message_end for {roles}, Agent: {want}"
+            assert roles == want, course.both(f"message_end for {roles}, Agent: {want}",
+                                              f"message_end 对应的是 {roles}，Agent 的是 {want}")
 
 
 # --- exercise 5: your own task -----------------------------------------------------------------
@@ -238,7 +258,8 @@ def _(t, rename_script):
     bot = None
     with t.case("rename_script() gives a list of steps", "rename_script() 返回一个步骤列表"):
         steps = rename_script()
-        assert isinstance(steps, list) and steps, f"it gave {steps!r}"
+        assert isinstance(steps, list) and steps, course.both(f"it gave {steps!r}",
+                                                              f"返回了 {steps!r}")
         bot = Agent(ScriptedClient(steps), "scripted", on_event=events.append)
     if bot is None:
         return
@@ -247,24 +268,30 @@ def _(t, rename_script):
         try:
             bot.chat(RENAME_TASK)
         except agent.ScriptExhausted:
-            raise AssertionError("the script ran out of steps: end it with reply(...)") from None
-        assert bot.stop_reason == "done", f"stop_reason is {bot.stop_reason!r}"
+            raise AssertionError(course.both(
+                "the script ran out of steps: end it with reply(...)",
+                "脚本的步骤用完了：最后一步要用 reply(...)")) from None
+        assert bot.stop_reason == "done", course.both(f"stop_reason is {bot.stop_reason!r}",
+                                                      f"stop_reason 是 {bot.stop_reason!r}")
     ran = [(e["name"], _path_of(e["arguments"])) for e in events
            if e["type"] == "tool_execution_start"]
     with t.case("greet.py is read before its first edit", "第一次修改之前，先读了 greet.py"):
         edits = [i for i, (name, _) in enumerate(ran) if name == "edit_file"]
-        assert edits, "nothing was edited"
-        assert ("read_file", "greet.py") in ran[:edits[0]], f"the calls were {ran}"
+        assert edits, course.both("nothing was edited", "什么都没有修改")
+        assert ("read_file", "greet.py") in ran[:edits[0]], course.both(
+            f"the calls were {ran}", f"调用依次是 {ran}")
     with t.case("every tool call succeeded", "每个工具调用都成功了"):
         errors = [e["result"] for e in events if e["type"] == "tool_execution_end"
                   and e["is_error"]]
-        assert not errors, f"a tool said {errors[0]}"
+        assert not errors, course.both(f"a tool said {errors[0]}", f"有个工具报错：{errors[0]}")
     with t.case('greet.py now defines hello and calls hello("Pi"); nothing else changed',
                 "greet.py 现在定义 hello，并调用 hello(\"Pi\")；别的都没变"):
         now = Path("greet.py").read_text(encoding="utf-8")
-        assert now == HELLO, f"greet.py is now {now!r}"
+        assert now == HELLO, course.both(f"greet.py is now {now!r}", f"greet.py 现在是 {now!r}")
     with t.case("the final answer says what changed (it names hello)",
                 "最终回答说明改了什么（提到 hello）"):
         final = bot.messages[-1]
-        assert final["role"] == "assistant" and not final.get("tool_calls"), "no final answer"
-        assert "hello" in final["content"], f"the answer was {final['content']!r}"
+        assert final["role"] == "assistant" and not final.get("tool_calls"), course.both(
+            "no final answer", "没有最终回答")
+        assert "hello" in final["content"], course.both(f"the answer was {final['content']!r}",
+                                                        f"回答是 {final['content']!r}")

@@ -45,37 +45,51 @@ def _(t, latency):
                 "all its chunks",
                 "流式回复：一个数据块之后（0.05 秒）出现第一块内容，全部数据块之后才完整"):
         rows, client = measure(streaming.StreamingAgent, script)
-        assert len(rows) == 2, f"two model calls, so two rows; the rows are {rows}"
+        assert len(rows) == 2, course.both(
+            f"two model calls, so two rows; the rows are {rows}",
+            f"两次模型调用，所以应有两行；rows 是 {rows}")
         turn, first, whole = rows[0]
-        assert turn == 1, f"the first row should be turn 1, not {turn!r}"
-        assert close(first, 0.05), f"the first piece came after 0.05 s; the row says {first}"
+        assert turn == 1, course.both(f"the first row should be turn 1, not {turn!r}",
+                                      f"第一行应该是轮次 1，不是 {turn!r}")
+        assert close(first, 0.05), course.both(
+            f"the first piece came after 0.05 s; the row says {first}",
+            f"第一块内容在 0.05 秒后到达；这一行写的是 {first}")
         expected = 0.05 * reply_chunks(client, 1)
-        assert close(whole, expected), f"the whole reply took {expected:.2f} s, not {whole}"
+        assert close(whole, expected), course.both(
+            f"the whole reply took {expected:.2f} s, not {whole}",
+            f"整条回复用了 {expected:.2f} 秒，不是 {whole}")
 
     with t.case("each call is measured from its own message_start, not from the run's start",
                 "每次调用从自己的 message_start 开始计时，而不是从运行开始"):
         rows, client = measure(streaming.StreamingAgent, script)
         turn, first, whole = rows[1]
-        assert turn == 2, f"the second row should be turn 2, not {turn!r}"
-        assert close(first, 0.05), f"turn 2's first piece came 0.05 s after its start, " \
-                                   f"not {first}"
+        assert turn == 2, course.both(f"the second row should be turn 2, not {turn!r}",
+                                      f"第二行应该是轮次 2，不是 {turn!r}")
+        assert close(first, 0.05), course.both(
+            f"turn 2's first piece came 0.05 s after its start, not {first}",
+            f"轮次 2 的第一块内容在它开始 0.05 秒后到达，不是 {first}")
         expected = 0.05 * reply_chunks(client, 2)
-        assert close(whole, expected), f"turn 2 took {expected:.2f} s, not {whole}"
+        assert close(whole, expected), course.both(f"turn 2 took {expected:.2f} s, not {whole}",
+                                                   f"轮次 2 用了 {expected:.2f} 秒，不是 {whole}")
 
     with t.case("a reply that is not streamed (agent.Agent): first == whole",
                 "不是流式的回复（agent.Agent）：first == whole"):
         rows, client = measure(Agent, script)
-        assert [r[0] for r in rows] == [1, 2], f"the rows are {rows}"
+        assert [r[0] for r in rows] == [1, 2], course.both(f"the rows are {rows}",
+                                                           f"rows 是 {rows}")
         for (_, first, whole), n in zip(rows, (1, 2), strict=True):
-            assert close(first, whole), f"nothing arrived before the whole reply: {first} " \
-                                        f"should equal {whole}"
-            assert close(whole, 0.05 * reply_chunks(client, n)), \
-                f"the reply took {0.05 * reply_chunks(client, n):.2f} s, not {whole}"
+            assert close(first, whole), course.both(
+                f"nothing arrived before the whole reply: {first} should equal {whole}",
+                f"整条回复之前什么也没到：{first} 应该等于 {whole}")
+            assert close(whole, 0.05 * reply_chunks(client, n)), course.both(
+                f"the reply took {0.05 * reply_chunks(client, n):.2f} s, not {whole}",
+                f"回复用了 {0.05 * reply_chunks(client, n):.2f} 秒，不是 {whole}")
 
     with t.case("an empty streamed reply, with no piece at all: first == whole",
                 "空的流式回复，一块内容也没有：first == whole"):
         rows, _ = measure(streaming.StreamingAgent, [reply("")])
-        assert len(rows) == 1 and close(rows[0][1], rows[0][2]), f"the rows are {rows}"
+        assert len(rows) == 1 and close(rows[0][1], rows[0][2]), course.both(
+            f"the rows are {rows}", f"rows 是 {rows}")
 
 
 @course.exercise("11.2", "stop a stream early (stop_when)", "提前停止流式输出（stop_when）")
@@ -99,16 +113,20 @@ def _(t, stop_when, StopStream):
     with t.case("the words, arriving split over several pieces, stop the stream early",
                 "这些词分成几块到达，仍能提前停止流"):
         bot, client, _, raised = run(dangerous, "DROP TABLE")
-        assert raised is not None, "the reply contained the words, and the run went on"
-        assert client.delivered[1] < len(client.streams[1]), \
-            "the whole stream was read: stop as soon as the words have arrived"
+        assert raised is not None, course.both(
+            "the reply contained the words, and the run went on", "回复里有这些词，运行却继续了")
+        assert client.delivered[1] < len(client.streams[1]), course.both(
+            "the whole stream was read: stop as soon as the words have arrived",
+            "整个流都读完了：这些词一到就要停下")
 
     with t.case("the history stays valid: the reply was not kept, the stop reason is error",
                 "消息历史仍然有效：回复没有保留，停止原因是 error"):
         bot, _, _, _ = run(dangerous, "DROP TABLE")
-        assert [m["role"] for m in bot.messages] == ["system", "user"], \
-            f"the history holds {[m['role'] for m in bot.messages]}"
-        assert bot.stop_reason == "error", f"the stop reason is {bot.stop_reason!r}"
+        assert [m["role"] for m in bot.messages] == ["system", "user"], course.both(
+            f"the history holds {[m['role'] for m in bot.messages]}",
+            f"消息历史里的角色是 {[m['role'] for m in bot.messages]}")
+        assert bot.stop_reason == "error", course.both(f"the stop reason is {bot.stop_reason!r}",
+                                                       f"停止原因是 {bot.stop_reason!r}")
 
     with t.case("a tool call whose arguments bring the words never runs",
                 "参数里带着这些词的工具调用永远不会运行"):
@@ -116,9 +134,11 @@ def _(t, stop_when, StopStream):
             call = tool_call("edit_file", path="drop.sql", old_str="",
                              new_str="DROP TABLE users;\n")
             bot, _, events, raised = run([call, reply("Done.")], "DROP TABLE")
-            assert raised is not None, "the call's arguments held the words, and the run went on"
+            assert raised is not None, course.both(
+                "the call's arguments held the words, and the run went on",
+                "调用的参数里有这些词，运行却继续了")
             started = [e for e in events if e["type"] == "tool_execution_start"]
-            assert not started, "the tool ran"
+            assert not started, course.both("the tool ran", "工具运行了")
             assert agent.pairing_problem(bot.messages) is None
 
     with t.case("a tool call's arguments are read as the tool gets them: JSON's escapes do not "
@@ -127,23 +147,29 @@ def _(t, stop_when, StopStream):
             command = 'rm -rf "/" && echo ' + "and more " * 30  # a quote arrives as \"
             call = tool_call("edit_file", path="go.sh", old_str="", new_str=command)
             bot, client, events, raised = run([call, reply("Done.")], 'rm -rf "/"')
-            assert raised is not None, \
-                'the arguments said rm -rf "/" (in JSON: rm -rf \\"/\\"), and the run went on'
-            assert client.delivered[1] < len(client.streams[1]) // 2, \
-                "the call's arguments were read to their end first: stop as soon as what they " \
-                "say so far holds the words"
-            assert not [e for e in events if e["type"] == "tool_execution_start"], "the tool ran"
+            assert raised is not None, course.both(
+                'the arguments said rm -rf "/" (in JSON: rm -rf \\"/\\"), and the run went on',
+                '参数写的是 rm -rf "/"（JSON 里是 rm -rf \\"/\\"），运行却继续了')
+            assert client.delivered[1] < len(client.streams[1]) // 2, course.both(
+                "the call's arguments were read to their end first: stop as soon as what they "
+                "say so far holds the words",
+                "调用的参数先被读到了末尾：只要已经到达的参数里出现这些词，就要停下")
+            assert not [e for e in events if e["type"] == "tool_execution_start"], course.both(
+                "the tool ran", "工具运行了")
             escaped = tool_call("edit_file", raw_arguments='{"path": "caf\\u00e9.txt", '
                                 '"old_str": "", "new_str": "x"}')  # é as a \u escape
             _, _, _, raised = run([escaped, reply("Done.")], "café")
-            assert raised is not None, \
-                'the path was café.txt (in JSON: "caf\\u00e9.txt"), and the run went on'
+            assert raised is not None, course.both(
+                'the path was café.txt (in JSON: "caf\\u00e9.txt"), and the run went on',
+                '路径是 café.txt（JSON 里是 "caf\\u00e9.txt"），运行却继续了')
 
     with t.case("a reply without the words runs to the end", "不含这些词的回复一直运行到结束"):
         bot, _, _, raised = run([tool_call("list_files", path="."), reply("Nothing to drop.")],
                                 "DROP TABLE")
-        assert raised is None, f"the run was stopped: {raised}"
-        assert bot.messages[-1]["content"] == "Nothing to drop.", "the run did not finish"
+        assert raised is None, course.both(f"the run was stopped: {raised}",
+                                           f"运行被停下了：{raised}")
+        assert bot.messages[-1]["content"] == "Nothing to drop.", course.both(
+            "the run did not finish", "运行没有跑完")
 
     with t.case("each reply is looked at on its own: the words split over two replies do not "
                 "stop the run", "每个回复单独看：分在两个回复里的词不会停止运行"):
@@ -155,8 +181,11 @@ def _(t, stop_when, StopStream):
         try:
             bot.chat("two")
         except StopStream:
-            raise AssertionError("the words came half in one reply, half in the next: start "
-                                 "afresh at each message_start") from None
+            raise AssertionError(course.both(
+                "the words came half in one reply, half in the next: start afresh at each "
+                "message_start",
+                "这些词一半在一个回复里，一半在下一个回复里："
+                "每到 message_start 都要从头开始")) from None
 
 
 def value_ends(text: str) -> list[tuple[str, int, bool]]:
@@ -195,35 +224,41 @@ def _(t, complete_keys):
     with t.case('a string value is complete once its closing quote came',
                 "字符串值在结尾的引号到达后就完整了"):
         got = complete_keys('{"path": "a.md", "new_str": "# No')
-        assert got == ["path"], f'{{"path": "a.md", "new_str": "# No gave {got}'
+        assert got == ["path"], course.both(f'{{"path": "a.md", "new_str": "# No gave {got}',
+                                            f'{{"path": "a.md", "new_str": "# No 得出 {got}')
         got = complete_keys('{"path": "a.m')
-        assert got == [], f'{{"path": "a.m gave {got}: "a.m may still grow'
+        assert got == [], course.both(f'{{"path": "a.m gave {got}: "a.m may still grow',
+                                      f'{{"path": "a.m 得出 {got}："a.m 还可能变长')
 
     with t.case("a number at the very end may still grow; followed by something, it is done",
                 "末尾的数字还可能变长；后面跟了东西，就完整了"):
         for text, keys in (('{"n": 12', []), ('{"n": 12,', ["n"]), ('{"n": 12}', ["n"]),
                            ('{"n": 12 ', ["n"])):
-            assert complete_keys(text) == keys, f"{text!r} gave {complete_keys(text)}, " \
-                                                f"not {keys}"
+            assert complete_keys(text) == keys, course.both(
+                f"{text!r} gave {complete_keys(text)}, not {keys}",
+                f"对 {text!r} 得出 {complete_keys(text)}，不是 {keys}")
 
     with t.case("true, false, null are complete when whole; objects and arrays when closed",
                 "true、false、null 写全了才完整；对象和数组要闭合才完整"):
         for text, keys in (('{"ok": tru', []), ('{"ok": true', ["ok"]),
                            ('{"a": {"b": 1}, "c": [1, 2', ["a"]),
                            ('{"a": {"b": 1}, "c": [1, 2]', ["a", "c"])):
-            assert complete_keys(text) == keys, f"{text!r} gave {complete_keys(text)}, " \
-                                                f"not {keys}"
+            assert complete_keys(text) == keys, course.both(
+                f"{text!r} gave {complete_keys(text)}, not {keys}",
+                f"对 {text!r} 得出 {complete_keys(text)}，不是 {keys}")
 
     with t.case("on every prefix of four argument strings, exactly the keys whose values "
                 "are final", "在四个参数字符串的每个前缀上，恰好给出值已经确定的键"):
         for full in CORPUS:
             for n in range(len(full) + 1):
                 got, want = complete_keys(full[:n]), expected_keys(full, n)
-                assert got == want, f"{full[:n]!r} gave {got}, not {want}"
+                assert got == want, course.both(f"{full[:n]!r} gave {got}, not {want}",
+                                                f"对 {full[:n]!r} 得出 {got}，不是 {want}")
 
     with t.case("text that is not a JSON object gives []", "不是 JSON 对象的文本给出 []"):
         for text in ("", "hello", "[1, 2]", '"just a string"'):
-            assert complete_keys(text) == [], f"{text!r} gave {complete_keys(text)}"
+            assert complete_keys(text) == [], course.both(
+                f"{text!r} gave {complete_keys(text)}", f"对 {text!r} 得出 {complete_keys(text)}")
 
 
 @course.exercise("11.4", "try a dropped stream again (RetryingAgent)",
@@ -254,9 +289,13 @@ def _(t, RetryingAgent):
         client = streaming_model.StreamingScriptedClient(retried, drop={1: 3})
         bot = RetryingAgent(client, "scripted", on_event=events.append)
         answer = bot.chat("look")
-        assert answer == "Nothing here.", f"the run ended with {answer!r}"
-        assert len(client.requests) == 3, f"{len(client.requests)} requests, not 3"
-        assert client.requests[0] == client.requests[1], "the retry sent another request"
+        assert answer == "Nothing here.", course.both(f"the run ended with {answer!r}",
+                                                      f"运行以 {answer!r} 结束")
+        assert len(client.requests) == 3, course.both(
+            f"{len(client.requests)} requests, not 3",
+            f"发出了 {len(client.requests)} 个请求，不是 3 个")
+        assert client.requests[0] == client.requests[1], course.both(
+            "the retry sent another request", "重试发出的请求和原来的不一样")
 
     with t.case("the history is the one an undisturbed run builds, and the tool ran once",
                 "消息历史和没被打断的运行一样，工具只运行了一次"):
@@ -267,9 +306,11 @@ def _(t, RetryingAgent):
         calm = streaming.StreamingAgent(streaming_model.StreamingScriptedClient(script), "scripted",
                                         on_event=None)
         calm.chat("look")
-        assert normalised(bot.messages) == normalised(calm.messages), "the histories differ"
+        assert normalised(bot.messages) == normalised(calm.messages), course.both(
+            "the histories differ", "两段消息历史不一样")
         started = [e for e in events if e["type"] == "tool_execution_start"]
-        assert len(started) == 1, f"the tool ran {len(started)} times"
+        assert len(started) == 1, course.both(f"the tool ran {len(started)} times",
+                                              f"工具运行了 {len(started)} 次")
 
     with t.case("dropped twice in a row: IncompleteStream goes up, the history stays valid",
                 "连续断两次：IncompleteStream 往上抛，消息历史仍然有效"):
@@ -277,10 +318,13 @@ def _(t, RetryingAgent):
         bot = RetryingAgent(client, "scripted", on_event=None)
         try:
             bot.chat("look")
-            raise AssertionError("two drops in a row, and no error came up")
+            raise AssertionError(course.both("two drops in a row, and no error came up",
+                                             "连续断了两次，却没有错误抛上来"))
         except streaming.IncompleteStream:
             pass
-        assert len(client.requests) == 2, f"{len(client.requests)} requests: retry once"
+        assert len(client.requests) == 2, course.both(
+            f"{len(client.requests)} requests: retry once",
+            f"发出了 {len(client.requests)} 个请求：只重试一次")
         assert [m["role"] for m in bot.messages] == ["system", "user"]
 
     with t.case("a connection that fails (openai.APIConnectionError) is retried too",
@@ -288,7 +332,8 @@ def _(t, RetryingAgent):
         failure = openai.APIConnectionError(request=httpx2.Request("POST", "http://x/v1"))
         client = streaming_model.StreamingScriptedClient([raising(failure), reply("Back again.")])
         bot = RetryingAgent(client, "scripted", on_event=None)
-        assert bot.chat("hello") == "Back again.", "the failed call was not asked again"
+        assert bot.chat("hello") == "Back again.", course.both(
+            "the failed call was not asked again", "失败的调用没有再请求一次")
 
     with t.case("any other error is not retried: a 400 goes up at once",
                 "其他错误不重试：400 立刻往上抛"):
@@ -298,10 +343,13 @@ def _(t, RetryingAgent):
         bot = RetryingAgent(client, "scripted", on_event=None)
         try:
             bot.chat("hello")
-            raise AssertionError("a 400 was retried until it went through")
+            raise AssertionError(course.both("a 400 was retried until it went through",
+                                             "400 被一直重试，直到请求通过"))
         except openai.BadRequestError:
             pass
-        assert len(client.requests) == 1, f"{len(client.requests)} requests for one 400"
+        assert len(client.requests) == 1, course.both(
+            f"{len(client.requests)} requests for one 400",
+            f"为一个 400 发出了 {len(client.requests)} 个请求")
 
     with t.case("retries = 2 asks twice more", "retries = 2 时再请求两次"):
         class Twice(RetryingAgent):
