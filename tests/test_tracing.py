@@ -874,6 +874,7 @@ def test_the_timeline_chart_draws_every_model_call_and_tool_where_it_happened(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_rgba
+    from props.trace_views import plot_timeline  # the chart is course code, not the tracer's
 
     def bars(ax):
         """Every bar of the lanes chart as (lane, start, width, colour)."""
@@ -905,7 +906,7 @@ def test_the_timeline_chart_draws_every_model_call_and_tool_where_it_happened(
 
     # run 1: a model call, two tools one after the other (the second fails), a model call
     run = nb.load_trace(tracer.paths[0])
-    fig = nb.plot_timeline(run)
+    fig = plot_timeline(run)
     lanes, tokens = fig.axes
     assert bars(lanes) == [("model", 0.0, 0.5, model), ("tool", 0.5, 0.25, tool),
                            ("tool", 0.75, 0.25, failed), ("model", 1.0, 0.5, model)]
@@ -917,7 +918,7 @@ def test_the_timeline_chart_draws_every_model_call_and_tool_where_it_happened(
     plt.close(fig)
 
     # run 2: the model call that never answered is red, and lasts until the run ended
-    fig = nb.plot_timeline(nb.load_trace(tracer.paths[1]))
+    fig = plot_timeline(nb.load_trace(tracer.paths[1]))
     lanes, tokens = fig.axes
     assert bars(lanes) == [("model", 0.0, 0.5, model), ("tool", 0.5, 0.25, tool),
                            ("model", 0.75, 30.0, failed)]

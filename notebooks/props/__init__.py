@@ -24,6 +24,8 @@ them imports this package. Each module says which lesson brought it in.
   half_write  writes that stop half-way, as a full disk would stop them (lesson 06)
   nightly_job the failed nightly job lesson 07 traces: its project, its scripted model, and
             record_run, which records that run again for a section run on its own
+  trace_views  lesson 07's two views of a trace: plot_timeline (the chart, matplotlib) and
+            event_rows (one table row per record)
   context_lab  the shop (a project and a verifier that reads its files), the careful model that
             renames a function in it, the note taker that summarises (and a sloppy one), and
             run_task, plot_prompts and cached_tokens, which run and measure it (lesson 12)

@@ -8,6 +8,7 @@ write `NOTES.md`, answer. `record_run(traces)` runs that task once more, traced 
 `Tracer` on a fake clock, so a section of the notebook that runs on its own has the same trace
 as the run it explains."""
 
+import json
 import os
 import shutil
 import tempfile
@@ -70,7 +71,9 @@ def make_project(folder) -> Path:
 
 def record_run(traces, on_event=None):
     """The task run again on a fresh project, traced into the folder traces (emptied first),
-    exactly as lesson 07's "A run worth tracing" runs it: returns (agent, tracer, clock)."""
+    exactly as lesson 07's "A run worth tracing" runs it: returns (agent, tracer, run), run
+    being the records of its trace, read back one JSON line at a time as that section reads
+    them."""
     import tracing  # the lesson's module; this prop only repeats its demonstration
 
     import agent
@@ -84,4 +87,6 @@ def record_run(traces, on_event=None):
         bot = agent.Agent(with_latency(agent.ScriptedClient(SCRIPT), clock), "scripted-demo",
                           registry=with_tool_time(agent.TOOL_REGISTRY, clock), on_event=handlers)
         bot.chat(TASK)
-    return bot, tracer, clock
+    with tracer.paths[0].open("rb") as file:
+        run = [json.loads(line) for line in file]
+    return bot, tracer, run
