@@ -369,8 +369,8 @@ def test_a_read_only_file_is_refused_before_asking_and_left_alone(workdir, mode)
     assert Path("LICENSE").read_text(encoding="utf-8") == "MIT\n"
     assert stat.S_IMODE(os.stat("LICENSE").st_mode) == mode
     assert names(workdir) == ["LICENSE"]
-    with pytest.raises(PermissionError, match="read-only"):  # write_atomic refuses on its own
-        nb.write_atomic(Path("LICENSE"), b"GPL\n")
+    with pytest.raises(PermissionError, match="read-only"):  # write_replaceable refuses on its own
+        nb.write_replaceable(Path("LICENSE"), b"GPL\n")
     assert Path("LICENSE").read_text(encoding="utf-8") == "MIT\n"
 
 
@@ -682,7 +682,7 @@ def test_edit_file_never_opens_a_named_pipe_and_never_replaces_one(workdir):
         assert kind == "error" and "pipe is not a regular file, so it may not be edited" in str(
             error)
     with pytest.raises(PermissionError, match="pipe is not a regular file; it was not replaced"):
-        nb.write_atomic(Path("pipe"), b"x")
+        nb.write_replaceable(Path("pipe"), b"x")
     assert stat.S_ISFIFO(os.lstat("pipe").st_mode)
     assert names(workdir) == ["pipe"]
 
