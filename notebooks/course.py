@@ -1047,6 +1047,7 @@ def export(path: Path, for_kit: bool = False) -> str:
     if uses:
         raise ValueError(f"{path.name}: export cells must not use course (lines {uses} of the "
                          "exported code); move display code to a cell that is not exported")
+    source = last_definitions_only(source)
     title = _title(path)
     if for_kit:  # the kit's README says where the modules come from; a module says what it is
         return (f'"""{title.split(": ", 1)[-1]}.\n\nOne module of this kit; it is yours to '
@@ -1056,6 +1057,28 @@ def export(path: Path, for_kit: bool = False) -> str:
               "the\nmodules of the other lessons it imports); then it is yours to change.\n"
               '"""\n\n')
     return header + source
+
+
+def last_definitions_only(source: str) -> str:
+    """The module without a top-level function or class that a later one of the same name
+    replaces (with its decorators and the comment lines right above it). A notebook may show
+    a short version on its main path and the whole one in Going further; the later definition
+    is what the module means, and a builder's file holds it once (ruff: F811)."""
+    tree = ast.parse(source)
+    defined = [node for node in tree.body
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    last = {node.name: node for node in defined}
+    lines, drop = source.split("\n"), set()
+    for node in defined:
+        if last[node.name] is not node:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+            while start > 0 and lines[start - 1].lstrip().startswith("#"):
+                start -= 1
+            drop.update(range(start, node.end_lineno))
+    if not drop:
+        return source
+    kept = "\n".join(line for at, line in enumerate(lines) if at not in drop)
+    return re.sub(r"\n{4,}", "\n\n\n", kept)
 
 
 def imports_first(source: str) -> str:
@@ -1347,10 +1370,13 @@ def _zh_sync_command(parser, args) -> int:
     paths = ([NOTEBOOKS / p.name for p in sorted(ZH_NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))]
              if args.all else [notebook_path(name) for name in args.lessons])
     for path in paths:
+        twin = ZH_NOTEBOOKS / path.name
+        before = twin.read_bytes() if twin.exists() else b""
         todo = zh_sync(path)
-        shown = (ZH_NOTEBOOKS / path.name).relative_to(ROOT)
-        print(f"{shown}: in step with {path.name}" if not todo else
-              f"{shown}: {len(todo)} cells need a translator (each has a zh-sync line):")
+        changed = "updated, now" if twin.read_bytes() != before else "already"
+        print(f"{twin.relative_to(ROOT)}: {changed} in step with {path.name}" if not todo else
+              f"{twin.relative_to(ROOT)}: {len(todo)} cells need a translator (each has a "
+              "zh-sync line):")
         for line in todo:
             print(f"  {line}")
     return 0

@@ -142,6 +142,30 @@ def test_a_kit_module_imports_everything_at_its_top_once(kit):
         assert len(dumps) == len(set(dumps)), f"{path.name}: an import twice"
 
 
+def test_a_kit_module_defines_each_function_once_and_pyflakes_finds_nothing(kit):
+    """A notebook may show a short run_in on its main path and the whole one in Going further;
+    the kit's module holds the one the module means, the later, once. ruff's pyflakes rules
+    (F: unused imports, a name defined twice, undefined names) pass on every file."""
+    checked = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--select",
+                              "F", "--no-cache", str(kit)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    sandbox_py = (kit / "sandbox.py").read_text()
+    assert sandbox_py.count("\ndef run_in(") == 1 and "limits: dict = LIMITS" in sandbox_py
+
+
+def test_an_exported_module_keeps_the_later_of_two_definitions_and_what_is_between():
+    source = ("import os\n\n\n# the short one\n@staticmethod\ndef f():\n    return 1\n\n\n"
+              "X = 2\n\n\nclass C:\n    pass\n\n\ndef f():  # the whole one\n"
+              "    return X\n")
+    kept = course.last_definitions_only(source)
+    assert kept == ("import os\n\n\nX = 2\n\n\nclass C:\n    pass\n\n\n"
+                    "def f():  # the whole one\n    return X\n")
+    namespace = {}
+    exec(kept, namespace)
+    assert namespace["f"]() == 2
+    assert course.last_definitions_only("def g():\n    pass\n") == "def g():\n    pass\n"
+
+
 def test_build_refuses_a_folder_with_files_in_it_unless_forced(tmp_path, capsys):
     folder = tmp_path / "mine"
     folder.mkdir()
