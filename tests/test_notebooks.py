@@ -1,11 +1,13 @@
 """The notebooks as files: they travel, they need nothing from tests/, their code can be taken
 away (course.py export), and the course's helpers behave as the lessons say."""
 
+import ast
 import configparser
 import json
 import os
 import re
 import subprocess
+import symtable
 import sys
 from pathlib import Path
 
@@ -425,3 +427,78 @@ def test_an_export_cell_that_only_works_in_the_notebook_says_its_module_would_fa
                         "name 'only_here' is not defined (an exported guards.py would fail the "
                         "same way)\n")
     assert shown[2] == "42 False\n"
+
+
+# --- The main path stands without Going further --------------------------------------------------
+# A main-path export cell should not call what only a Going-further export cell defines: a
+# student reading the main path would meet a name it never shows. It still runs (the module is
+# every export cell), so only this test sees it. These notebooks still do, by name; the list
+# only shrinks: a main path that hands a feature to Going further does it with a subclass or a
+# second definition there (lessons 05, 06), or defines the helper where it is used (07).
+STILL_CALLS_GOING_FURTHER = {
+    "08-text-actions": {"assistant_text", "checked", "decoded", "example_for", "is_format_error",
+                        "kind_of", "new_call", "object_spans", "run_again", "strict_json",
+                        "with_message", "without_fence"},
+    "09-sessions": {"check_entry", "check_header", "check_tree", "left_running",
+                    "not_a_session", "unknown_types"},
+    "10-parallel-and-steering": {"AbortSignal", "RunAborted"},
+    "11-streaming": {"call_parts", "columns", "fit", "screen_mode", "visible", "wrap"},
+    "12-context-budget": {"ContextOverflow", "ask_again_smaller", "is_context_overflow"},
+    "15-mcp-and-skills": {"failure", "portable_schema"},
+    "16-subagents-and-plans": {"LinkedSignal", "RecordedChild", "link_children",
+                               "linked_abort"},
+}
+
+
+def top_level_names(source: str) -> set[str]:
+    """The names a cell's code binds at its top level: defs, classes, assignments, imports."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def module_level_uses(source: str) -> set[str]:
+    """The module-level names a cell's code reads, in its own statements or its functions."""
+    used = set()
+
+    def visit(table):
+        for symbol in table.get_symbols():
+            if symbol.is_referenced() and (symbol.is_global() if table.get_type() != "module"
+                                           else not symbol.is_assigned()):
+                used.add(symbol.get_name())
+        for child in table.get_children():
+            visit(child)
+    visit(symtable.symtable(source, "cell", "exec"))
+    return used
+
+
+def export_cells_by_part(path: Path) -> tuple[list[str], list[str]]:
+    """A notebook's export cells' code: (those of the main path, those of Going further)."""
+    main, further, going_further = [], [], False
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and re.search(r"^## Going further", source, re.M):
+            going_further = True
+        elif cell["cell_type"] == "code" and course.export_mark(source):
+            (further if going_further else main).append(course.without_mark(source))
+    return main, further
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_main_paths_export_cells_call_nothing_only_going_further_defines(path):
+    main, further = export_cells_by_part(path)
+    shown = set().union(set(), *map(top_level_names, main))
+    only_further = set().union(set(), *map(top_level_names, further)) - shown
+    called = set().union(set(), *map(module_level_uses, main)) & only_further
+    still = STILL_CALLS_GOING_FURTHER.get(path.stem, set())
+    assert called <= still, f"main-path export cells call {sorted(called - still)}, which only " \
+        "Going further defines: define them on the main path, or move the feature to Going " \
+        "further whole (a subclass, a later definition)"
+    assert still <= called, f"{sorted(still - called)} no longer: take them off the list"
