@@ -181,8 +181,8 @@ def _(t, find_text):
                                             f"找到的是 {paths}，应当是 {wanted}")
     with t.case("each match is {path, line}: the path as read_file takes it, the first line "
                 "(counting from 1), sorted by path",
-                "每个匹配是 {path, line}：read_file 能接受的路径，第一个含有该文本的行（从 1 数起"
-                "），按路径排序"):
+                "每个匹配是 {path, line}：path 是 read_file 能接受的路径，line 是第一个含有该"
+                "文本的行（从 1 数起）；按路径排序"):
         found = matches_of(find_text("hello", "project"), "find_text('hello', 'project')")
         assert found == FOUND, course.both(f"got {short(found)}", f"得到的是 {short(found)}")
     with t.case("a file that is not UTF-8 is skipped, not an error",
@@ -228,7 +228,7 @@ def refused(tool, args, *, path: str) -> str:
     kind, value = outcome(tool, args)
     assert kind == "raises" and isinstance(value, ValueError), course.both(
         f"{args[0]}: expected a ValueError, but it {said((kind, value))}",
-        f"{args[0]}：应当抛出 ValueError，实际上 {said((kind, value))}")
+        f"{args[0]}：应当抛出 ValueError，实际结果是 {said((kind, value))}")
     assert Path(path).read_bytes() == before, course.both(
         f"{path} was changed, though the edit was refused", f"修改被拒绝了，{path} 却还是变了")
     return str(value)
@@ -262,7 +262,7 @@ def _(t, edit_file_crlf_hint):
             f"dos.txt became {Path('dos.txt').read_bytes()!r}",
             f"dos.txt 变成了 {Path('dos.txt').read_bytes()!r}")
     with t.case("a real miss on a \\r\\n file is the ordinary 'read the file again'",
-                "\\r\\n 文件上真正的匹配失败，仍是普通的 'read the file again'"):
+                "\\r\\n 文件里确实找不到时，仍给出普通的 'read the file again'"):
         dos()
         message = refused(edit_file_crlf_hint, ("dos.txt", "three", "3"), path="dos.txt")
         assert "read the file again" in message and not mentions_crlf(message), \
@@ -316,7 +316,7 @@ def _(t, edit_file_all):
         assert Path("config.py").read_bytes() == b"x = new\r\ny = old\r\n"
     with t.case("replace_all=True with no match is refused (found 0): the model's picture of "
                 "the file is stale",
-                "replace_all=True 但一处也没匹配到：拒绝（found 0），模型对文件的印象已经过时"):
+                "replace_all=True 却一处也没匹配到：拒绝（found 0），说明模型对文件的印象已经过时"):
         config()
         message = refused(edit_file_all, ("config.py", "older", "new", True), path="config.py")
         assert "found 0" in message, course.both(f"got {message!r}", f"得到的是 {message!r}")

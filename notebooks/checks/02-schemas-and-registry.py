@@ -80,7 +80,7 @@ def _(t, check_tools_strict):
             missing = [name for name in names if name not in str(exc)]
             assert not missing, course.both(
                 f"the message does not name {missing}: {short(str(exc))}",
-                f"消息里没有点名 {missing}：{short(str(exc))}")
+                f"消息里没有提到 {missing}：{short(str(exc))}")
             assert (tools, registry) == before, course.both(
                 "it changed the schemas or the registry", "Schema 或注册表被改动了")
 
@@ -90,7 +90,7 @@ def _(t, check_tools_strict):
            "Schema 可以把有默认值的参数列为必填（list_files 的 path）",
            [named("read_file"), LIST_PATH_REQUIRED, named("edit_file")])
     reports("(a) new_str is in properties but not in required: reported, naming new_str",
-            "(a) new_str 在 properties 里，却不在 required 里：报告出来，并点名 new_str",
+            "(a) new_str 在 properties 里，却不在 required 里：报告出来，并指出 new_str",
             [*TOOLS[:2], NEW_STR_NOT_REQUIRED], TOOL_REGISTRY, "new_str")
     reports("(a) a schema with no 'required' list at all: read_file's path is reported",
             "(a) Schema 根本没有 'required' 列表：报告 read_file 的 path",
@@ -128,13 +128,13 @@ def built_in_specs() -> list:
                          "tools_from_specs：从一个列表得到 TOOLS 和 TOOL_REGISTRY")
 def _(t, tools_from_specs):
     with t.case("agent.py's three specs give exactly TOOLS and TOOL_REGISTRY",
-                "agent.py 的三条定义恰好得到 TOOLS 和 TOOL_REGISTRY"):
+                "由 agent.py 的三条定义恰好生成 TOOLS 和 TOOL_REGISTRY"):
         tools, registry = tools_from_specs(built_in_specs())
         assert tools == TOOLS, course.both(f"the schemas differ from TOOLS: {short(tools)}",
                                            f"Schema 和 TOOLS 不一样：{short(tools)}")
         assert registry == TOOL_REGISTRY, course.both(f"the registry differs: {short(registry)}",
                                                       f"注册表不一样：{short(registry)}")
-    with t.case("the two halves pass check_tools", "得到的两部分通过 check_tools"):
+    with t.case("the two halves pass check_tools", "生成的两部分能通过 check_tools"):
         agent.check_tools(*tools_from_specs(built_in_specs()))
     with t.case("a fourth spec appears in both halves, last, and they still agree",
                 "第四条定义出现在两部分的末尾，两部分仍然一致"):
@@ -296,7 +296,8 @@ def _(t, make_agent):
             [READ_FILE_RENAMED, named("list_files")], TOOL_REGISTRY)
     with t.case("accepts read_file and list_files over the full registry, and that agent "
                 "cannot write",
-                "接受完整注册表上只有 read_file 和 list_files 的工具集，这样的智能体不能写文件"):
+                "只给 read_file 和 list_files 的 Schema、配上完整的注册表：接受，"
+                "这样的智能体写不了文件"):
         Path("notes.txt").write_bytes(b"keep me\n")
         script = [tool_call("edit_file", path="notes.txt", old_str="", new_str="gone"),
                   reply("I cannot write here.")]

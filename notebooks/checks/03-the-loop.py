@@ -159,7 +159,7 @@ def _(t, sent_totals):
         demo.chat(task)
     requests = json.loads(json.dumps(demo.client.requests))
     with t.case("the article's four tasks: 9 requests, 90 messages sent for a history of 19",
-                "文章的四个任务：9 个请求，为 19 条的消息历史发送了 90 条消息"):
+                "文章的四个任务：9 个请求，消息历史只有 19 条，却一共发送了 90 条消息"):
         messages, characters = sent_totals(requests)
         assert messages == 90, course.both(f"it gave {messages} messages",
                                            f"返回了 {messages} 条消息")

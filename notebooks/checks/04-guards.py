@@ -301,7 +301,7 @@ def _(t, read_before_edit_fresh):
         write("a.txt", "one\nline, changed by a person\n")
         kind, error = attempt(guarded, "edit_file", path="a.txt", old_str="one", new_str="two")
         assert kind == "raised", course.both("the stale edit went through",
-                                             "文件已经过时，修改却通过了")
+                                             "读到的内容已经过时，修改却通过了")
         assert read("a.txt") == "one\nline, changed by a person\n", course.both(
             "the file was written", "文件被写入了")
         assert "read_file" in str(error), course.both(f"the refusal says {error}",
@@ -311,7 +311,7 @@ def _(t, read_before_edit_fresh):
         assert kind == "ok", course.both(f"after reading it again, the edit gave {error}",
                                          f"重新读过之后，修改得到的是 {error}")
     with t.case("the agent's own edits do not make the file stale",
-                "智能体自己的修改不会让文件变成过时"):
+                "智能体自己改过的文件不算过时"):
         write("b.txt", "one\n")
         guarded = read_before_edit_fresh(TOOL_REGISTRY)
         call(guarded, "read_file", path="b.txt")
@@ -327,7 +327,7 @@ def _(t, read_before_edit_fresh):
         someone_edits("c.txt", "debug = FALSE\n")
         kind, _ = attempt(guarded, "edit_file", path="c.txt", old_str="debug", new_str="DEBUG")
         assert kind == "raised", course.both("the stale edit went through",
-                                             "文件已经过时，修改却通过了")
+                                             "读到的内容已经过时，修改却通过了")
     with t.case("a new file can be created, then edited", "新文件可以先创建，再修改"):
         guarded = read_before_edit_fresh(TOOL_REGISTRY)
         call(guarded, "edit_file", path="new/d.txt", old_str="", new_str="draft\n")
@@ -409,7 +409,7 @@ def _(t, call_budget):
         assert "budget" in str(error), course.both(f"it said {error}", f"错误消息是 {error}")
         assert attempt(guarded, "list_files", path=".")[0] == "raised"
         assert len(ran) == 2, course.both(f"{len(ran)} calls reached a tool",
-                                          f"有 {len(ran)} 个调用到达了工具")
+                                          f"工具实际运行了 {len(ran)} 次")
     with t.case("each guard has its own budget", "每道护栏各有一份预算"):
         first, second = call_budget(TOOL_REGISTRY, limit=1), call_budget(TOOL_REGISTRY, limit=1)
         call(first, "list_files", path=".")
@@ -429,10 +429,10 @@ def _(t, call_budget):
                                           f"五个调用里运行了 {len(ran)} 个")
         answers = [m["tool_call_id"] for m in bot.messages if m["role"] == "tool"]
         assert answers == [f"call_{n}" for n in range(1, 6)], course.both(
-            f"answered {answers}", f"得到回答的是 {answers}")
+            f"answered {answers}", f"回答了 {answers}")
         refused = [error is not None for error in tool_errors(bot.messages)]
         assert refused == [False] * 3 + [True] * 2, course.both(f"refused: {refused}",
-                                                                f"是否被拒绝：{refused}")
+                                                                f"各调用是否被拒绝：{refused}")
 
 
 # --- exercise 5 --------------------------------------------------------------------------------
@@ -455,7 +455,7 @@ def _(t, total_repeat_guard):
         assert attempt(guarded, "read_file", path="b.txt")[0] == "raised", course.both(
             "the third read of b.txt ran", "第三次读取 b.txt 运行了")
         assert len(ran) == 4, course.both(f"{len(ran)} calls reached a tool",
-                                          f"有 {len(ran)} 个调用到达了工具")
+                                          f"工具实际运行了 {len(ran)} 次")
     with t.case("calls in a row are counted as well", "连续的调用同样算数"):
         guarded = total_repeat_guard(TOOL_REGISTRY, limit=2)
         call(guarded, "read_file", path="a.txt")

@@ -57,8 +57,8 @@ def stopped_by(func, *args) -> None:
         raise AssertionError(course.both(
             f"the Ctrl-C became {type(exc).__name__}: {exc}, an error the model reads, so the "
             "run would go on",
-            f"Ctrl-C 变成了 {type(exc).__name__}: {exc}，这是模型会读到的错误，"
-            "运行于是会继续下去")) from None
+            f"Ctrl-C 变成了 {type(exc).__name__}: {exc}，成了模型读到的一条错误，"
+            "运行会照常继续")) from None
     raise AssertionError(course.both(f"the Ctrl-C did not stop it: it returned {result!r}",
                                      f"按了 Ctrl-C 也没有停下：返回了 {result!r}"))
 
@@ -207,7 +207,7 @@ def _(t, delete_in):
         (lab.workspace / "notes" / "old.md").write_text("old\n")
         result = delete_in(lab.root, "notes/old.md")
         assert result == {"path": "notes/old.md", "action": "deleted"}, \
-            course.both(f"answered {result}", f"得到回答的是 {result}")
+            course.both(f"answered {result}", f"回答了 {result}")
         assert not (lab.workspace / "notes" / "old.md").exists(), \
             course.both("notes/old.md is still there", "notes/old.md 还在")
     with t.case("deletes a link, never what it points to", "删除链接本身，从不删除链接指向的东西"):
@@ -239,7 +239,7 @@ def _(t, delete_in):
         refused(delete_in, lab.root, "notes")
         assert todo.exists(), course.both("the folder notes was deleted", "文件夹 notes 被删了")
     with t.case("a missing file is an error that names the workspace path only",
-                "文件不存在是一个错误，错误里只给出工作区里的路径"):
+                "文件不存在时报错，错误里只给出工作区里的路径"):
         error = refused(delete_in, lab.root, "notes/missing.md")
         assert "notes/missing.md" in error, error
         assert str(lab.root) not in error, course.both(
@@ -384,7 +384,7 @@ def _(t, gated):
         assert ask.asked and "touch made.txt" in ask.asked[0], \
             course.both(f"asked {ask.asked}", f"问的是 {ask.asked}")
     with t.case("the command is shown so that no character in it can hide what runs",
-                "命令的显示方式让其中任何字符都藏不住实际运行的内容"):
+                "显示命令时，其中任何字符都藏不住实际运行的内容"):
         plain = _person("n")
         refused(gated(run_command, plain), "touch made.txt")
         for command in HIDING:
@@ -479,7 +479,7 @@ def _escapes(command: str, folder: Path, run: int) -> None:
         assert "timed_out" not in result, course.both(
             f"run {run} of {RUNS}: the tool timed out ({result}): the command itself should "
             "return at once",
-            f"第 {run} 次运行（共 {RUNS} 次）：工具超时了（{result}）：命令本身应当立刻返回")
+            f"第 {run} 次运行（共 {RUNS} 次）：工具超时了（{result}），命令本身应当立刻返回")
         assert not (folder / "escaped.txt").exists(), course.both(
             f"run {run} of {RUNS}: escaped.txt was written before the tool returned, not after",
             f"第 {run} 次运行（共 {RUNS} 次）：escaped.txt 在工具返回之前就写下了，应当在之后")

@@ -52,7 +52,7 @@ def _(t, ask_or_edit):
             course.both(f"the file holds {written!r}", f"文件里是 {written!r}")
         assert given == [proposed], course.both(
             "the editor should get the whole proposed text, once",
-            "编辑器应当拿到完整的拟议文本，而且只拿到一次")
+            "编辑器应当拿到模型提议的完整文本，而且只拿到一次")
         assert "changed_by_person" in result, \
             course.both(f"the result was {result}", f"结果是 {result}")
 
@@ -72,7 +72,7 @@ def _(t, ask_or_edit):
             assert decision.approved, course.both(f"{typed!r} did not approve",
                                                    f"{typed!r} 没有批准")
             assert decision.rewrite is None, course.both(
-                f"{typed!r} should approve the text as it is", f"{typed!r} 应当按原样批准文本")
+                f"{typed!r} should approve the text as it is", f"{typed!r} 应当原样批准模型的文本")
         assert given == [], course.both("the editor was opened", "编辑器被打开了")
 
     with t.case('n and Enter reject with "the person said no"; other words are the reason',
@@ -115,7 +115,7 @@ def _(t, remember):
 
     policy = remember(person)
     with t.case("the first edit of a path asks the inner policy",
-                "对一个路径的第一次编辑，询问内层策略"):
+                "一个路径第一次被编辑时，询问内层策略"):
         decision = flow.as_decision(policy("a.txt", "diff 1"))
         assert decision.approved and asked == ["a.txt"], \
             course.both(f"asked about {asked}", f"问过的是 {asked}")
@@ -133,7 +133,8 @@ def _(t, remember):
         assert asked == ["a.txt", "c.txt"], \
             course.both(f"asked about {asked}", f"问过的是 {asked}")
 
-    with t.case("a rejection keeps its reason and is not remembered", "拒绝保留理由，而且不被记住"):
+    with t.case("a rejection keeps its reason and is not remembered",
+                "拒绝会带着理由，而且不会被记住"):
         for _ in range(2):
             decision = flow.as_decision(policy("b.txt", "diff 4"))
             assert not decision.approved and decision.reason == "not b", \
@@ -142,7 +143,7 @@ def _(t, remember):
             course.both("a rejected path was not asked again", "被拒绝过的路径没有再问")
 
     with t.case("an inner policy may answer True/False, as any policy may",
-                "内层策略可以回答 True/False，任何策略都可以"):
+                "内层策略可以像任何策略一样回答 True/False"):
         answers = iter([False, True])
         yes_no = remember(lambda path, diff: next(answers))
         assert not flow.as_decision(yes_no("x.txt", "")).approved
@@ -189,7 +190,7 @@ def _(t, conflict_tools):
         Path("notes.txt").write_text("one\nTWO\n", encoding="utf-8")  # a colleague's change
         return registry
 
-    with t.case("a read and an edit still work", "读取和编辑仍然可以"):
+    with t.case("a read and an edit still work", "读取和编辑仍然正常"):
         Path("a.txt").write_text("a\n", encoding="utf-8")
         tools, registry = conflict_tools(flow.approve_all)
         assert {"read_file", "edit_file"} <= set(registry), \
@@ -249,7 +250,7 @@ def _(t, conflict_tools):
             raise AssertionError(course.both(
                 "the second blind overwrite was written: reading the file on 'read it first' "
                 "updated the fingerprint, though the model never saw it",
-                "第二次没读就做的覆盖写入成功了：以 'read it first' 拒绝时读了文件、更新了"
+                "第二次没读就直接覆盖，却写进去了：以 'read it first' 拒绝时读了文件、更新了"
                 "指纹，可模型从没看到过文件内容")) from None
         assert Path("other.txt").read_text(encoding="utf-8") == "x\n", \
             course.both("other.txt changed", "other.txt 被改了")

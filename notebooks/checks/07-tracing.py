@@ -83,12 +83,12 @@ def _(t, budget_guard):
             f"the model was called {asked} times; the third call passed $2.50",
             f"模型被调用了 {asked} 次；第三次调用就超过了 $2.50")
     with t.case("the tools of the call that passed the budget do not run",
-                "超出预算的那次调用，其中的工具不运行"):
+                "超出预算的那次模型调用所要求的工具不运行"):
         bot, ran, raised = budget_run(budget_guard(2.5, BUDGET_PRICES), [*looks(5), reply("ok")])
         assert ran == ["folder-1", "folder-2"], course.both(
             f"tools ran for {ran}: raise when the usage arrives (the assistant's "
             "message_end), not after its tools",
-            f"这些路径都运行了工具：{ran}；usage 一到（assistant 的 message_end）就要抛出异常，"
+            f"为 {ran} 运行了工具：usage 一到（assistant 的 message_end）就要抛出异常，"
             "不要等它的工具运行完")
     with t.case("every run starts again at zero", "每次运行都从零开始算"):
         guard = budget_guard(2.5, BUDGET_PRICES)
@@ -130,7 +130,7 @@ def dollars(prompt, cached, completion, price):
 def _(t, cached_cost):
     plain = {"prompt_tokens": 1_000, "completion_tokens": 100}
     with t.case("without cached tokens it is the lesson's cost",
-                "没有已缓存的 token 时，就是课上的成本"):
+                "没有已缓存的 token 时，结果就是课上算的成本"):
         got = cached_cost("model-a", plain, CACHED)
         assert got is not None and abs(got - dollars(1_000, 0, 100, CACHED["model-a"])) < 1e-12, \
             course.both(f"got {got} for 1,000 tokens in and 100 out",
@@ -154,7 +154,7 @@ def _(t, cached_cost):
         assert got is not None and abs(got - want) < 1e-12, course.both(
             f"got {got}, want {want}", f"得到的是 {got}，应为 {want}")
     with t.case("details that are missing or null mean nothing was cached",
-                "细节缺失或为 null，表示没有缓存"):
+                "prompt_tokens_details 缺失或为 null，表示没有缓存"):
         want = dollars(1_000, 0, 100, CACHED["model-a"])
         for details in (None, {}, {"cached_tokens": None}, {"audio_tokens": 0}):
             got = cached_cost("model-a", {**plain, "prompt_tokens_details": details}, CACHED)
@@ -232,7 +232,7 @@ def _(t, text_timeline):
         lanes(text_timeline(run, width=50), 50)
         lanes(text_timeline(run), 60)
     with t.case("each model call is drawn where it ran, and nothing else in its lane",
-                "每次模型调用画在运行的位置，所在的那一行没有别的东西"):
+                "每次模型调用画在运行的位置，model 那一行没有别的东西"):
         model, _ = lanes(text_timeline(run, width=20), 20)  # one column is half a second
         assert [model[c] for c in (1, 7, 15)] == ["█"] * 3, course.both(
             f"model lane: {model!r}", f"model 那一行：{model!r}")
@@ -400,7 +400,7 @@ def _(t, setup_of, SetupAgent, setup_differences):
             f"the first record is {start['type']}", f"第一条记录是 {start['type']}")
         assert start.get("setup") == setup_of(bot), course.both(
             f"agent_start is {json.dumps(start)}", f"agent_start 是 {json.dumps(start)}")
-    with t.case("every other event still reaches the handler", "其他每个事件仍然送到处理函数"):
+    with t.case("every other event still reaches the handler", "其他事件仍然全部送到处理函数"):
         plain = []
         Agent(ScriptedClient([tool_call("list_files", path="."), reply("ok")]), "scripted-demo",
               on_event=lambda event: plain.append(event["type"])).chat("look")
@@ -417,7 +417,7 @@ def _(t, setup_of, SetupAgent, setup_differences):
             records, system_prompt=agent.SYSTEM_PROMPT + "\nAnswer in French."))
         assert len(found) == 1 and "prompt" in found[0].lower(), course.both(
             f"it found {found}", f"找到的是 {found}")
-    with t.case("a tool removed or added is named", "删掉或加上的工具会被点名"):
+    with t.case("a tool removed or added is named", "删掉或加上的工具会报出名字"):
         fewer = setup_differences(records, replayed_with(records, tools=agent.TOOLS[:2]))
         assert any("edit_file" in line for line in fewer), course.both(
             f"edit_file removed: it found {fewer}", f"删掉了 edit_file：找到的是 {fewer}")

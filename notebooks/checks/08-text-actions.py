@@ -35,7 +35,7 @@ def _(t, parse_loose):
         found = parse_loose(f"I will read it:\n```json\n{CALL_WITHOUT_TYPE}\n```\nOK?")
         assert found["name"] == "read_file", course.both(f"got {found}", f"得到的是 {found}")
     with t.case('"arguments" given as a JSON string still works',
-                "\"arguments\" 写成 JSON 字符串时仍然可以"):
+                "\"arguments\" 写成 JSON 字符串时也能识别"):
         found = parse_loose('{"name": "list_files", "arguments": "{}"}')
         assert (found["name"], found["arguments"]) == ("list_files", {}), \
             course.both(f"got {found}", f"得到的是 {found}")
@@ -44,13 +44,13 @@ def _(t, parse_loose):
         assert parse_loose(FINISH) == text_actions.parse_action(FINISH), \
             course.both(f"got {parse_loose(FINISH)}", f"得到的是 {parse_loose(FINISH)}")
     with t.case("no JSON, and an object with neither type nor name, are still refused",
-                "没有 JSON，或者对象既没有 type 也没有 name，仍然拒绝"):
+                "没有 JSON，或者对象既没有 type 也没有 name，仍被拒绝"):
         assert refused(parse_loose, "Sure, I will read it."), \
             course.both("plain text was accepted", "纯文本被接受了")
         assert refused(parse_loose, '{"arguments": {"path": "a.txt"}}'), \
             course.both("an object with no name became an action", "没有 name 的对象成了一个动作")
     with t.case('an explicit unknown "type" is still refused, even with a "name"',
-                "明确写出的未知 \"type\" 仍然拒绝，即使带着 \"name\""):
+                "明确写出的未知 \"type\" 仍被拒绝，即使带着 \"name\""):
         assert refused(parse_loose, '{"type": "run", "name": "read_file"}'), \
             course.both('{"type": "run", ...} became an action',
                         '{"type": "run", ...} 成了一个动作')
@@ -65,7 +65,7 @@ def _(t, parse_python_style):
         assert (found["type"], found["output"]) == ("finish", "ok"), \
             course.both(f"got {found}", f"得到的是 {found}")
         assert found["notes"], course.both("no note tells the model to use double quotes",
-                                           "没有一条说明告诉模型改用双引号")
+                                           "没有说明告诉模型改用双引号")
     with t.case("a Python-style call inside prose is found", "夹在文字里的 Python 风格调用能找到"):
         found = parse_python_style("Sure: {'type': 'call_tool', 'name': 'read_file', "
                                    "'arguments': {'path': 'a.txt'}} - that's all")

@@ -133,7 +133,7 @@ def _(t, fork):
     source = sessions.load_session("tree.jsonl")
     forked = None
     with t.case("the new file is a session that loads without problems",
-                "新文件是一个加载时没有问题的会话"):
+                "新文件是一个会话，加载时没有问题"):
         forked = fork(source, "9", "fork.jsonl")
         if isinstance(forked, sessions.Session):
             forked.close()
@@ -180,7 +180,8 @@ def _(t, fork):
         except sessions.SessionLocked:
             raise AssertionError(course.both(
                 "fork() left fork.jsonl open for writing: return the new session, or close it",
-                "fork() 让 fork.jsonl 一直以写方式开着：请返回新会话，或者关闭它")) from None
+                "fork() 没有关闭 fork.jsonl，它仍以写方式打开着："
+                "请返回新会话，或者关闭它")) from None
         except sessions.SessionError as exc:
             raise AssertionError(course.both(
                 f"{exc}: an entry's id is the line it is on, so copied ids collide with new "

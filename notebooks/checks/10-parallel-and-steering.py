@@ -151,7 +151,7 @@ def _(t, deadline):
         assert bot.stop_reason == "done", course.both(f"stop_reason was {bot.stop_reason!r}",
                                                       f"stop_reason 是 {bot.stop_reason!r}")
     with t.case("a run still going at the deadline is aborted, at the deadline",
-                "到了截止时间还在进行的运行被中止，就在截止时间"):
+                "到截止时间还没结束的运行，正好在截止时间被中止"):
         bot = waiting_agent(10)
         started = time.monotonic()
         with deadline(bot, 0.1):

@@ -47,7 +47,7 @@ def _(t, latency):
         rows, client = measure(streaming.StreamingAgent, script)
         assert len(rows) == 2, course.both(
             f"two model calls, so two rows; the rows are {rows}",
-            f"两次模型调用，所以应有两行；rows 是 {rows}")
+            f"两次模型调用，所以应有两行；返回的行是 {rows}")
         turn, first, whole = rows[0]
         assert turn == 1, course.both(f"the first row should be turn 1, not {turn!r}",
                                       f"第一行应该是轮次 1，不是 {turn!r}")
@@ -76,7 +76,7 @@ def _(t, latency):
                 "不是流式的回复（agent.Agent）：first == whole"):
         rows, client = measure(Agent, script)
         assert [r[0] for r in rows] == [1, 2], course.both(f"the rows are {rows}",
-                                                           f"rows 是 {rows}")
+                                                           f"返回的行是 {rows}")
         for (_, first, whole), n in zip(rows, (1, 2), strict=True):
             assert close(first, whole), course.both(
                 f"nothing arrived before the whole reply: {first} should equal {whole}",
@@ -89,7 +89,7 @@ def _(t, latency):
                 "空的流式回复，一块内容也没有：first == whole"):
         rows, _ = measure(streaming.StreamingAgent, [reply("")])
         assert len(rows) == 1 and close(rows[0][1], rows[0][2]), course.both(
-            f"the rows are {rows}", f"rows 是 {rows}")
+            f"the rows are {rows}", f"返回的行是 {rows}")
 
 
 @course.exercise("11.2", "stop a stream early (stop_when)", "提前停止流式输出（stop_when）")
@@ -111,7 +111,7 @@ def _(t, stop_when, StopStream):
                        "more words.")]
 
     with t.case("the words, arriving split over several pieces, stop the stream early",
-                "这些词分成几块到达，仍能提前停止流"):
+                "这些词拆成几块到达，也能提前停下这个流"):
         bot, client, _, raised = run(dangerous, "DROP TABLE")
         assert raised is not None, course.both(
             "the reply contained the words, and the run went on", "回复里有这些词，运行却继续了")
@@ -163,7 +163,8 @@ def _(t, stop_when, StopStream):
                 'the path was café.txt (in JSON: "caf\\u00e9.txt"), and the run went on',
                 '路径是 café.txt（JSON 里是 "caf\\u00e9.txt"），运行却继续了')
 
-    with t.case("a reply without the words runs to the end", "不含这些词的回复一直运行到结束"):
+    with t.case("a reply without the words runs to the end",
+                "回复里没有这些词时，运行一直进行到结束"):
         bot, _, _, raised = run([tool_call("list_files", path="."), reply("Nothing to drop.")],
                                 "DROP TABLE")
         assert raised is None, course.both(f"the run was stopped: {raised}",
@@ -284,7 +285,7 @@ def _(t, RetryingAgent):
         return respond
 
     with t.case("a stream dropped once is asked again, with the same request, and the run "
-                "goes on", "断过一次的流用同一个请求重新请求，运行继续"):
+                "goes on", "流断了一次：用同一个请求再请求一次，运行继续"):
         events = []
         client = streaming_model.StreamingScriptedClient(retried, drop={1: 3})
         bot = RetryingAgent(client, "scripted", on_event=events.append)
@@ -333,7 +334,7 @@ def _(t, RetryingAgent):
         client = streaming_model.StreamingScriptedClient([raising(failure), reply("Back again.")])
         bot = RetryingAgent(client, "scripted", on_event=None)
         assert bot.chat("hello") == "Back again.", course.both(
-            "the failed call was not asked again", "失败的调用没有再请求一次")
+            "the failed call was not asked again", "失败的那次模型调用没有重新请求")
 
     with t.case("any other error is not retried: a 400 goes up at once",
                 "其他错误不重试：400 立刻往上抛"):

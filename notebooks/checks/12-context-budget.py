@@ -100,7 +100,7 @@ def _(t, safe_cut):
             assert got == 1, course.both(f"for wanted={wanted} it returned {got}, not 1",
                                          f"wanted={wanted} 时返回的是 {got}，不是 1")
     with t.case("every answer, for every wanted, keeps a part a strict server accepts",
-                "对每个 wanted，每个答案留下的部分，严格服务器都会接受"):
+                "不论 wanted 是多少，返回的切分点留下的部分，严格服务器都会接受"):
         for wanted in range(0, len(messages) + 2):
             problem = is_valid_cut(messages, wanted, safe_cut(copy.deepcopy(messages), wanted))
             assert problem is None, problem
@@ -151,7 +151,7 @@ def _(t, elide_stale_reads):
                                      "有一条消息的位置、role 或 tool_call_id 变了")
         assert agent.pairing_problem(got) is None, agent.pairing_problem(got)
     with t.case("a read superseded by a later successful read of the same file becomes a stub",
-                "同一个文件后来又成功读过一次，之前的读取就变成一个占位"):
+                "同一个文件后来又成功读过一次，之前那次读取就换成占位说明"):
         got, expected = answer(), context_budget.stub(calls["c1"], messages[3]["content"])
         assert got[3]["content"] == expected, course.both(
             f"the first read of a.txt should be context_budget.stub(call, content), got "

@@ -97,7 +97,7 @@ def _(t, debug_prints_removed):
                     "it returned \"\": the check holds, but the task is not done",
                     "返回了 \"\"：检查成立，可任务并没有完成")
     with t.case("as a check of the task, the suite's verify() passes the solved world",
-                "作为任务的检查，任务集的 verify() 让解决后的世界通过"):
+                "拿任务集的 verify() 当作这个任务的检查：解决后的世界能通过"):
         task = remove_debug(debug_prints_removed)
         world = world_with(debug_prints_removed, SOLVED, name="suite")
         results = evaluation.verify(task, world)
@@ -117,7 +117,7 @@ def runs_of(model, task, *passed):
                          "不稳定的任务：同一个模型在同一个任务上的几次运行结果不一致")
 def _(t, flaky):
     with t.case("a task passed in some runs and failed in others is listed, with passed/total",
-                "有几次运行通过、有几次失败的任务会列出来，附上 通过数/总数"):
+                "有几次运行通过、有几次失败的任务会列出来，并附上 passed/total"):
         runs = runs_of("m", "a", True, True, True) + runs_of("m", "b", True, False, False)
         assert flaky(runs) == [("m", "b", "1/3")], course.both(f"got {flaky(runs)}",
                                                                f"得到的是 {flaky(runs)}")
@@ -177,7 +177,7 @@ def _(t, asking):
         assert isinstance(client, agent.ScriptedClient), course.both(
             f"asking() returned {client!r}", f"asking() 返回的是 {client!r}")
     with t.case("it reacts to the listing: it reads what is there, not what task.files says",
-                "对列表做出反应：读真正存在的文件，而不是 task.files 说的那些"):
+                "根据列出的结果行事：读真正存在的文件，而不是 task.files 说的那些"):
         world, bot, seen = asked(asking, ODD, "odd", surprise=True)
         calls = [(s.name, s.arguments.get("path")) for s in seen]
         assert calls == [("list_files", "."), ("read_file", "aardvark.md"),

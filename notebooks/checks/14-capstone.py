@@ -37,7 +37,7 @@ def _(t, new_tests_only):
         return diff_approval.as_decision(policy(path, diff_approval.make_diff(path, old, new)))
 
     with t.case("a new test file is approved without asking the person",
-                "新的测试文件不问那个人就批准"):
+                "新的测试文件直接批准，不问那个人"):
         decision = decide("test_more.py", None, NEW_TEST)
         assert decision.approved, course.both(f"it was not approved: {decision.reason or decision}",
                                               f"没有获得批准：{decision.reason or decision}")
@@ -204,7 +204,7 @@ def _(t, second_bug):
 
     task = second_bug()
     with t.case("it is an evaluation.Task with capstone.TASK's checks",
-                "是一个 evaluation.Task，检查用的是 capstone.TASK 的那些"):
+                "是一个 evaluation.Task，用的是 capstone.TASK 的检查"):
         assert isinstance(task, evaluation.Task), course.both(
             f"second_bug() gave a {type(task).__name__}",
             f"second_bug() 得出的是一个 {type(task).__name__}")
@@ -228,7 +228,7 @@ def _(t, second_bug):
         failed = [line.split(" - ")[0] for line in output.split("\n")
                   if line.startswith("FAILED ")]
         assert len(failed) == 2, course.both(f"{len(failed)} failing tests: {failed}",
-                                             f"{len(failed)} 个测试失败：{failed}")
+                                             f"有 {len(failed)} 个测试失败：{failed}")
         assert "FAILED test_pages.py::test_a_short_last_page_is_a_page" in failed, \
             course.both("the page_count bug is gone from the set-up",
                         "初始状态里已经没有 page_count 的 bug 了")

@@ -34,7 +34,7 @@ def _(t, namespaced):
             f"{got!r} ({len(got)} characters) is not a name the API takes",
             f"{got!r}（{len(got)} 个字符）不是 API 接受的名字")
     with t.case('two names that would come out alike ("a.b" and "a_b") stay apart',
-                '本来会变成同一个的两个名字（"a.b" 和 "a_b"）仍然各不相同'):
+                '转换后本会相同的两个名字（"a.b" 和 "a_b"）仍然区分开来'):
         got = namespaced("s", ["a.b", "a_b"])
         assert len(set(got.values())) == 2, course.both(f"got {got}", f"得到的是 {got}")
     with t.case("every name it gives matches mcp_and_skills.FUNCTION_NAME",
@@ -79,7 +79,7 @@ def _(t, changed_tools):
         assert changed_tools(BEFORE, after) == ["x__echo"], course.both(
             f"got {changed_tools(BEFORE, after)}", f"得到的是 {changed_tools(BEFORE, after)}")
     with t.case("a removed tool is left out, and the names come sorted",
-                "删掉的工具不列出来，名字排好了序"):
+                "删掉的工具不列出来，名字按顺序排好"):
         after = [schema("x__zeta"), schema("x__alpha"), BEFORE[1]]
         assert changed_tools(BEFORE, after) == ["x__alpha", "x__zeta"], course.both(
             f"got {changed_tools(BEFORE, after)}", f"得到的是 {changed_tools(BEFORE, after)}")
@@ -118,7 +118,7 @@ def _(t, read_skill_file):
         assert refused(read_skill_file, skills, "nope", "format.md"), course.both(
             "it was read", "文件被读出来了")
     with t.case("a path that climbs out (../other/SKILL.md) is refused",
-                "拒绝爬出文件夹的路径（../other/SKILL.md）"):
+                "拒绝跳出文件夹的路径（../other/SKILL.md）"):
         assert refused(read_skill_file, skills, "notes", "../other/SKILL.md"), course.both(
             "it was read", "文件被读出来了")
     with t.case("an absolute path is refused", "拒绝绝对路径"):

@@ -58,7 +58,8 @@ class Clients:
 def _(t, make_delegate):
     folder = make_shop(Path.cwd())
     with t.case("the parent gets the child's answer and a line of its size, nothing of its "
-                "reading", "父智能体得到子智能体的答案和一行大小信息，读过的内容一点也不带"):
+                "reading",
+                "父智能体只得到子智能体的答案和一行开销说明，子智能体读过的内容一点也不带"):
         clients = Clients(explorer())
         parent = parent_with(make_delegate(folder, clients), folder)
         parent.chat(TASK)
@@ -203,27 +204,27 @@ def requests_of(record: dict) -> list[dict]:
 def _(t, check_claims):
     folder = make_shop(Path.cwd())
     true_claim = claim(BUGGY, bug_line())
-    with t.case("a claim that holds gives no problem", "成立的说法不产生问题"):
+    with t.case("a claim that holds gives no problem", "成立的说法不报问题"):
         problems = check_claims(f"Found it.\n{true_claim}\nThat is the bug.", folder)
         assert problems == [], course.both(f"a true claim gave {problems}",
-                                           f"成立的说法产生了问题：{problems}")
+                                           f"成立的说法也报出了问题：{problems}")
         two = f"{true_claim}\nshop/cart.py:4: def new_cart() -> dict:"
         assert check_claims(two, folder) == [], course.both(
             f"two true claims gave {check_claims(two, folder)}",
-            f"两个成立的说法产生了问题：{check_claims(two, folder)}")
+            f"两个成立的说法也报出了问题：{check_claims(two, folder)}")
     with t.case("a line that is not there, or a file that is not there, is a problem",
-                "不存在的行或不存在的文件，都是问题"):
+                "说到不存在的行或文件，就算一个问题"):
         said = guesser()[0]([{"role": "user", "content": SEARCH_TASK}] + read_three(folder))
         assert check_claims(said["content"], folder), \
             course.both("the guesser's claim (a line checkout.py does not have) gave no problem",
-                        "guesser 的说法（checkout.py 里没有的一行）没有产生问题")
+                        "guesser 的说法（checkout.py 里没有的一行）没有报出问题")
         assert check_claims("shop/pricing.py:99: return 0", folder), course.both(
             "line 99 does not exist", "第 99 行不存在")
         assert check_claims("shop/nothing.py:1: x", folder), course.both(
             "shop/nothing.py does not exist", "shop/nothing.py 不存在")
         assert check_claims(true_claim + "\nshop/cart.py:4: def old_cart():", folder), \
             course.both("one true claim and one false: the false one is a problem",
-                        "一个成立的说法加一个不成立的：不成立的那个是问题")
+                        "一个说法成立、一个不成立：不成立的那个算一个问题")
     with t.case("a claim cannot make you read outside the workspace",
                 "说法不能让你读工作区之外的东西"):
         outside = folder.parent / "outside_16_3.py"
@@ -237,10 +238,10 @@ def _(t, check_claims):
                 "the problem shows the outside file's text", "问题里露出了外面那个文件的文本")
         finally:
             outside.unlink()
-    with t.case("an answer with no claim in it is a problem", "一个说法也没有的答案是问题"):
+    with t.case("an answer with no claim in it is a problem", "答案里一个说法也没有，也算一个问题"):
         assert check_claims("The bug is somewhere in pricing, I think.", folder), \
             course.both("an answer that names no place gave no problem",
-                        "一个位置也没指出的答案，没有产生问题")
+                        "答案一个位置也没指出，却没有报出问题")
 
 
 def read_three(folder: Path) -> list[dict]:
