@@ -4,8 +4,8 @@
 or, once exported (`python notebooks/course.py export 07-tracing -o tracing.py`), the file."""
 
 import hashlib
-import os
 
+import pytest
 import tracing
 
 import agent
@@ -79,8 +79,9 @@ def text_timeline(run: list[dict], width: int = 60) -> str:
 
 def test_replay_matches_the_recording(records, make_fixture, tmp_path):
     make_fixture(tmp_path)  # the folder must start as the recorded one did
-    os.chdir(tmp_path)
-    replayed = tracing.replay(records)
+    with pytest.MonkeyPatch.context() as monkeypatch:  # the working directory comes back after
+        monkeypatch.chdir(tmp_path)
+        replayed = tracing.replay(records)
     assert tracing.history_differences(records, replayed.messages) == []
 
 
