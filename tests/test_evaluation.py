@@ -732,7 +732,8 @@ def test_the_regression_report_lists_what_got_worse_and_what_got_better(tmp_path
                             "m d: false done 0/1 -> 1/1"]
     assert report.better == ["m e: turns 10.0 -> 5.0 (-50%)", "m e: tool calls 9.0 -> 4.0 (-56%)"]
     assert report.missing == ["m f", "x: none of its 1 task(s)"]
-    assert str(report).split("\n")[:2] == ["before.jsonl -> after.jsonl", "got worse: 4"]
+    assert str(report).split("\n")[:2] == ["before.jsonl -> after.jsonl",
+                                           "got worse: 3 tasks (4 lines)"]
 
 
 def test_two_files_of_one_model_each_compare_one_model_with_the_other(tmp_path):

@@ -73,7 +73,7 @@ TASKS = [
          {"notes.md": "# Notes\nTODO: write the release notes\nDone: fix the login bug\n"
                       "TODO: ask Sam about the cache\n(the TODO list is read on Mondays)\n"
                       "TODO: update the screenshots\n"},
-         (answer_names(open_todos, "the answer names the number of lines starting TODO:"),
+         (answer_names(open_todos, "the answer names the number of open TODO items"),
           answer_omits(lines_with_todo, "it does not count the line that only mentions TODO")),
          lambda t: ({}, f"There are {open_todos(t)} open TODO items in notes.md."),
          reads=("notes.md",)),
