@@ -135,7 +135,8 @@ def test_an_existing_file_never_read_is_refused_before_asking():
     write("greet.py", GREET)
     _, edit = gated(never_asked)
     for old_str in ("", "Hello"):
-        with pytest.raises(nb.StaleFile, match="you have not read it; read it first"):
+        with pytest.raises(nb.StaleFile,
+                           match="you have not read it; read it first. Nothing was written"):
             edit("greet.py", old_str, "x")
     assert Path("greet.py").read_text(encoding="utf-8") == GREET
 
@@ -145,7 +146,8 @@ def test_a_file_changed_since_it_was_read_is_refused_before_asking():
     read, edit = gated(never_asked)
     read("greet.py")
     write("greet.py", GREET + "# a colleague's line\n")
-    with pytest.raises(nb.StaleFile, match="the file changed since you read it; read it again"):
+    with pytest.raises(nb.StaleFile,
+                       match="changed since you read it; read it again. Nothing was written"):
         edit("greet.py", "Hello", "Hi")
     assert Path("greet.py").read_text(encoding="utf-8").endswith("# a colleague's line\n")
 
