@@ -443,7 +443,6 @@ STILL_CALLS_GOING_FURTHER = {
                     "not_a_session", "unknown_types"},
     "10-parallel-and-steering": {"AbortSignal", "RunAborted"},
     "11-streaming": {"call_parts", "columns", "fit", "screen_mode", "visible", "wrap"},
-    "12-context-budget": {"ContextOverflow", "ask_again_smaller", "is_context_overflow"},
     "15-mcp-and-skills": {"failure", "portable_schema"},
     "16-subagents-and-plans": {"LinkedSignal", "RecordedChild", "link_children",
                                "linked_abort"},
