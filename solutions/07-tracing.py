@@ -37,6 +37,12 @@ def budget_guard(limit: float, prices=None):
     return on_event
 
 
+def traced(tracer, guard):
+    """The tracer first: it writes each event before the guard may raise on it, so the trace
+    holds the model call that passed the budget."""
+    return agent.fan_out(tracer, guard)
+
+
 # --- 07.2 cached tokens -------------------------------------------------------------------
 
 CACHED_PRICES = {  # dollars per million tokens: (input, cached input, output). Examples.
@@ -121,7 +127,7 @@ def setup_differences(records: list[dict], bot: agent.Agent) -> list[str]:
 
 
 SOLUTIONS = {
-    "07.1": (budget_guard,),
+    "07.1": (budget_guard, traced),
     "07.2": (cached_cost,),
     "07.3": (text_timeline,),
     "07.4": (test_replay_matches_the_recording,),

@@ -56,13 +56,23 @@ def budget_run(guard, steps, usage=USAGE):
     return bot, ran, raised
 
 
+def traced_over_budget(budget_guard, traced):
+    """A run of five looks at $1 a call with a $2.50 budget, its events given to
+    traced(tracer, guard): the records of its trace (none if the tracer wrote none) and what
+    the run raised."""
+    tracer = tracing.Tracer("budget-traces", clock=FakeClock())
+    bot, ran, raised = budget_run(traced(tracer, budget_guard(2.5, BUDGET_PRICES)),
+                                  [*looks(5), reply("ok")])
+    return (tracing.load_trace(tracer.paths[-1]) if tracer.paths else []), raised
+
+
 def looks(n):
     return [tool_call("list_files", path=f"folder-{i}") for i in range(1, n + 1)]
 
 
 @course.exercise("07.1", "a budget guard that stops a run which costs too much",
                          "一道预算护栏：花费太多时停止运行")
-def _(t, budget_guard):
+def _(t, budget_guard, traced):
     with t.case("a run within its budget ends as usual", "预算以内的运行照常结束"):
         bot, ran, raised = budget_run(budget_guard(2.5, BUDGET_PRICES), [*looks(1), reply("ok")])
         assert raised is None, course.both(f"it raised {raised!r} after two calls costing $1 each",
@@ -115,6 +125,36 @@ def _(t, budget_guard):
                                       usage=None)
         assert raised is None, course.both(f"it raised {raised!r} on a response with usage None",
                                            f"响应的 usage 为 None，却抛出了 {raised!r}")
+    with t.case("traced(tracer, guard): a run the guard stops leaves a trace that ends with "
+                "agent_end, stop_reason 'error' and the guard's error",
+                "traced(tracer, guard)：被护栏停下的运行留下的 trace 以 agent_end 结尾，"
+                "stop_reason 为 'error'，并记着护栏的错误"):
+        records, raised = traced_over_budget(budget_guard, traced)
+        assert records, course.both("the tracer wrote no trace: traced must give it every event",
+                                    "追踪器什么也没写：traced 得把每个事件都交给它")
+        end = records[-1]
+        assert end["type"] == "agent_end" and end.get("stop_reason") == "error", course.both(
+            f"the trace ends with {end['type']!r}, stop_reason {end.get('stop_reason')!r}",
+            f"trace 以 {end['type']!r} 结尾，stop_reason 是 {end.get('stop_reason')!r}")
+        assert raised is not None and type(raised).__name__ in (end.get("error") or ""), \
+            course.both(f"the error recorded is {end.get('error')!r}",
+                        f"记下的错误是 {end.get('error')!r}")
+    with t.case("the trace holds the model call that passed the budget: the tracer sees each "
+                "event before the guard",
+                "trace 里有超出预算的那次模型调用：追踪器先于护栏看到每个事件"):
+        records, raised = traced_over_budget(budget_guard, traced)
+        calls = [r for r in records if tracing.is_assistant_end(r)]
+        assert len(calls) == 3, course.both(
+            f"the trace holds {len(calls)} of the 3 model calls (fan_out gives each event to "
+            "its handlers in order, and stops at the one that raises)",
+            f"trace 里只有 3 次模型调用中的 {len(calls)} 次（fan_out 按顺序把每个事件交给"
+            "各个处理器，到抛出异常的那个为止）")
+    with t.case("trace_problems names the tool call the guard stopped: the trace has no result "
+                "for it", "trace_problems 指出被护栏停下的工具调用：trace 里没有它的结果"):
+        records, raised = traced_over_budget(budget_guard, traced)
+        problems = tracing.trace_problems(records) if records else []
+        assert any("call_3" in problem for problem in problems), course.both(
+            f"trace_problems says {problems!r}", f"trace_problems 说的是 {problems!r}")
 
 
 # --- 07.2 cached tokens -------------------------------------------------------------------
