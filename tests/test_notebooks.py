@@ -442,8 +442,6 @@ STILL_CALLS_GOING_FURTHER = {
     "09-sessions": {"check_entry", "check_header", "check_tree", "left_running",
                     "not_a_session", "unknown_types"},
     "11-streaming": {"call_parts", "columns", "fit", "screen_mode", "visible", "wrap"},
-    "16-subagents-and-plans": {"LinkedSignal", "RecordedChild", "link_children",
-                               "linked_abort"},
 }
 
 
