@@ -439,8 +439,6 @@ STILL_CALLS_GOING_FURTHER = {
     "08-text-actions": {"assistant_text", "checked", "decoded", "example_for", "is_format_error",
                         "kind_of", "new_call", "object_spans", "run_again", "strict_json",
                         "with_message", "without_fence"},
-    "16-subagents-and-plans": {"LinkedSignal", "RecordedChild", "link_children",
-                               "linked_abort"},
 }
 
 
