@@ -734,6 +734,21 @@ def test_the_regression_report_lists_what_got_worse_and_what_got_better(tmp_path
     assert report.missing == ["m f", "x: none of its 1 task(s)"]
     assert str(report).split("\n")[:2] == ["before.jsonl -> after.jsonl",
                                            "got worse: 3 tasks (4 lines)"]
+    assert report.summary().split("\n") == [
+        "before.jsonl -> after.jsonl",
+        "per task, got worse: 3 tasks (4 lines)", *(f"  {line}" for line in report.worse),
+        "per task, got better: 1 task (2 lines)", *(f"  {line}" for line in report.better),
+        "per task, within noise, not counted: none",
+        "per model:", *(f"  {line}" for line in report.totals)]
+
+
+def test_the_short_report_leaves_the_figures_per_run_to_the_whole_one():
+    before = [run("m", "a", 1, True, cost=0.01)]
+    after = [run("m", "a", 1, True, cost=0.02)]
+    report = ev.compare(before, after)
+    assert report.worse == ["m, per run: cost $0.0100 -> $0.0200 (+100%)"]
+    assert "m, per run: cost" in str(report) and "per run" not in report.summary()
+    assert "per task, got worse: none" in report.summary()
 
 
 def test_two_files_of_one_model_each_compare_one_model_with_the_other(tmp_path):
@@ -796,6 +811,16 @@ def test_an_answer_is_a_claim_a_question_or_a_give_up(answer, ended):
     assert ev.ending("done", answer, None) == ended
     assert ev.ending("max_turns", answer, None) == "stopped"
     assert ev.ending(None, answer, "timed out after 1 s") == "failed"
+
+
+def test_the_verdict_is_passed_ended_and_false_done():
+    ok, bad = {"ok": True}, {"ok": False}
+    assert ev.verdict([ok, ok], None, "done", "Fixed.") == (True, "done", False)
+    assert ev.verdict([ok, bad], None, "done", "Fixed.") == (False, "done", True)  # a false done
+    assert ev.verdict([ok, bad], None, "done", "Shall I go ahead?") == (False, "asked", False)
+    assert ev.verdict([ok, bad], None, "max_turns", "") == (False, "stopped", False)
+    assert ev.verdict([], "the run raised OSError: x", None, "") == (False, "failed", False)
+    assert ev.verdict([], None, "done", "Done.") == (False, "done", True)  # no checks: no pass
 
 
 def test_a_question_and_a_give_up_are_counted_apart_from_a_false_done(tmp_path):
