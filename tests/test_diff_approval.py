@@ -1226,6 +1226,32 @@ def assert_fails_on(report, start):
         f"expected a failure starting {start!r}:\n{report!r}"
 
 
+def test_check_06_1_catches_a_question_that_keeps_ask_terminals_answers_line():
+    """06.1 done by copying ask_terminal and adding "e": its question still says "only y or yes
+    applies it" and never names "e". One case fails, that one."""
+    import diff_approval
+
+    def ask_or_edit(editor):
+        def policy(path, diff):
+            diff_approval.show_diff(diff)
+            try:
+                answer = input(f"{diff_approval.ANSWERS}\napply this change to {path}? "
+                               "[y/N, or say why not] ").strip()
+            except EOFError:
+                return diff_approval.reject("no answer from the person (input closed)")
+            if answer.lower() in ("y", "yes"):
+                return diff_approval.APPROVE
+            if answer.lower() == "e":
+                return diff_approval.Decision(True, rewrite=editor)
+            return diff_approval.reject("the person said no" if answer.lower() in ("", "n", "no")
+                                        else answer)
+        return policy
+
+    report = course.check("06.1", ask_or_edit)
+    assert failing_cases(report) == [
+        'the question names "e", and does not say that only y or yes applies it'], report
+
+
 def conflict_tools_as_the_old_hint_said(policy):
     """06.3 as the old hint led to it: on every StaleFile, read the file again (which updates
     the fingerprint), and keep only the text the model read, never the text it wrote."""

@@ -4,6 +4,7 @@ flow (the module diff_approval: the notebook's export cells), in a scratch folde
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 from unittest import mock
 
@@ -61,6 +62,21 @@ def _(t, ask_or_edit):
             _, printed = quietly(ask_or_edit(editor), "greet.py", diff)
         assert '+    return f"Hi, {name}!"' in printed, \
             course.both("the diff was not printed", "diff 没有打印出来")
+
+    with t.case('the question names "e", and does not say that only y or yes applies it',
+                "问题里提到了 \"e\"，也没有说只有 y 或 yes 才会应用改动"):
+        asked = []
+        with mock.patch("builtins.input", lambda question="": asked.append(question) or "n"):
+            _, printed = quietly(ask_or_edit(editor), "greet.py", diff)
+        question = printed.replace(flow.visible(diff), "") + "".join(asked)
+        assert re.search(r"(?<!\w)e(?!\w)", question), course.both(
+            f'say in the question what "e" does; it was {question!r}',
+            f"在问题里说明 \"e\" 做什么；问题是 {question!r}")
+        assert "only y or yes" not in question.lower(), course.both(
+            'the question says "only y or yes", but "e" applies a change too: write a line of '
+            "your own, not ask_terminal's ANSWERS",
+            "问题里说 \"only y or yes\"，可 \"e\" 也会应用改动：自己写一行说明，"
+            "别用 ask_terminal 的 ANSWERS")
 
     with t.case("y and yes approve the model's version, without opening the editor",
                 "y 和 yes 批准模型的版本，不打开编辑器"):
