@@ -37,8 +37,7 @@ NOT_TEXT = "{name}: invalid path {path!r}: it is not valid text"
 NO_PATH = "{name}: invalid path: give a path relative to the workspace, like notes/a.md"
 LOOP = "{name}: {path}: a symbolic link on the way loops or changed"
 TOO_LONG = "{name}: {path}: " + os.strerror(errno.ENAMETOOLONG)  # the OS refuses it, told_as
-HARD_LINK = ("{name}: {path} has 2 hard links: another name for it may be outside the "
-             "workspace, so the file tools do not open it")
+HARD_LINK = "{name}: {path} has 2 hard links: one may be outside the workspace"
 
 
 @pytest.fixture
