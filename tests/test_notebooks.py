@@ -436,9 +436,6 @@ def test_an_export_cell_that_only_works_in_the_notebook_says_its_module_would_fa
 # only shrinks: a main path that hands a feature to Going further does it with a subclass or a
 # second definition there (lessons 05, 06), or defines the helper where it is used (07).
 STILL_CALLS_GOING_FURTHER = {
-    "08-text-actions": {"assistant_text", "checked", "decoded", "example_for", "is_format_error",
-                        "kind_of", "new_call", "object_spans", "run_again", "strict_json",
-                        "with_message", "without_fence"},
     "09-sessions": {"check_entry", "check_header", "check_tree", "left_running",
                     "not_a_session", "unknown_types"},
     "11-streaming": {"call_parts", "columns", "fit", "screen_mode", "visible", "wrap"},
