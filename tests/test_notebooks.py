@@ -432,14 +432,9 @@ def test_an_export_cell_that_only_works_in_the_notebook_says_its_module_would_fa
 # --- The main path stands without Going further --------------------------------------------------
 # A main-path export cell should not call what only a Going-further export cell defines: a
 # student reading the main path would meet a name it never shows. It still runs (the module is
-# every export cell), so only this test sees it. These notebooks still do, by name; the list
-# only shrinks: a main path that hands a feature to Going further does it with a subclass or a
-# second definition there (lessons 05, 06), or defines the helper where it is used (07).
-STILL_CALLS_GOING_FURTHER = {
-    "08-text-actions": {"assistant_text", "checked", "decoded", "example_for", "is_format_error",
-                        "kind_of", "new_call", "object_spans", "run_again", "strict_json",
-                        "with_message", "without_fence"},
-}
+# every export cell), so only this test sees it. A main path that hands a feature to Going
+# further does it with a subclass or a second definition there (lessons 05, 06, 09, 16), or
+# defines the helper where it is used (07).
 
 
 def top_level_names(source: str) -> set[str]:
@@ -489,8 +484,6 @@ def test_the_main_paths_export_cells_call_nothing_only_going_further_defines(pat
     shown = set().union(set(), *map(top_level_names, main))
     only_further = set().union(set(), *map(top_level_names, further)) - shown
     called = set().union(set(), *map(module_level_uses, main)) & only_further
-    still = STILL_CALLS_GOING_FURTHER.get(path.stem, set())
-    assert called <= still, f"main-path export cells call {sorted(called - still)}, which only " \
-        "Going further defines: define them on the main path, or move the feature to Going " \
-        "further whole (a subclass, a later definition)"
-    assert still <= called, f"{sorted(still - called)} no longer: take them off the list"
+    assert not called, f"main-path export cells call {sorted(called)}, which only Going " \
+        "further defines: define them on the main path, or move the feature to Going further " \
+        "whole (a subclass, a later definition)"

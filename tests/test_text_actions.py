@@ -1039,6 +1039,70 @@ def test_the_check_of_08_2_refuses_an_answer_that_keeps_the_last_of_a_key_given_
     assert failed == ["a key given twice is refused, as parse_action refuses it"], repr(report)
 
 
+def main_path_export_cells() -> list[str]:
+    """The code of the export cells before the notebook's first "## Going further": the short
+    parser and adapter a class runs, which Going further defines again, whole."""
+    code = []
+    for cell in json.loads(course.notebook_path("08-text-actions").read_text("utf-8"))["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and re.search(r"^## Going further", source, re.M):
+            return code
+        if "export" in cell.get("metadata", {}).get("tags", []):
+            code.append(course.without_mark(source))
+    raise AssertionError("no Going further in notebook 08")
+
+
+@pytest.fixture
+def main_path_run_again():
+    """The module as a kernel holds it after the main path only: its export cells run again
+    over the whole module, so parse_action, TextActions... are the main path's short ones."""
+    saved = dict(vars(text_actions))
+    for source in main_path_export_cells():
+        course._run(source, "a main-path export cell", text_actions)
+    assert text_actions.parse_action is not saved["parse_action"]
+    yield
+    vars(text_actions).clear()
+    vars(text_actions).update(saved)
+
+
+@pytest.mark.parametrize("exercise_id", ["08.1", "08.2", "08.3"])
+def test_the_checks_accept_the_answers_against_the_main_paths_short_code(
+        exercise_id, main_path_run_again):
+    report = course.check(exercise_id, *fresh_solutions()[exercise_id])
+    assert report.passed, repr(report)
+
+
+MAIN_PATH_REPLIES = [  # what the main path's cells and checks give the parser
+    READ, f"Sure! Let me read it.\n```json\n{READ}\n```\nOK?", f"{READ}\n{finish('Done.')}",
+    '{"type": "finish", "output": "Done.",}', "notes.txt says: buy milk.",
+    "{'type': 'finish', 'output': 'Done.'}", f"The format is {finish('...')}. So: {READ}",
+    READ.replace('", "arguments"', '" "arguments"') + " " + finish("Done."),
+    "Sure! I'd be happy to help. Let me check the folder.",
+    "{'type': 'call_tool', 'name': 'list_files', 'arguments': {'path': '.'}}",
+    "```python\nimport os\nprint(os.listdir('.'))\n```", '{"name": "read_file", "arguments": {}}',
+    '{"arguments": {"path": "a.txt"}}', '{"type": "run", "name": "read_file"}',
+    finish("a.txt says alpha."), READ[:-1], '{"type": "finish", "output": "x", "a": [1, 2,],}',
+    '{"type": "finish", "output": "a, } and a, ]",}',
+]
+
+
+@pytest.mark.parametrize("text", MAIN_PATH_REPLIES)
+@pytest.mark.parametrize("finish_reason", [None, "length"])
+def test_the_main_paths_short_parser_gives_the_whole_ones_answer_on_its_replies(
+        text, finish_reason):
+    """A section run alone after a restart uses the whole parser, a run from the top the
+    short one: on the main path's replies they must agree, notes and words included."""
+    short = {}
+    exec(main_path_export_cells()[0], short)
+
+    def answer(parse):
+        try:
+            return parse(text, finish_reason)
+        except (FormatError, short["FormatError"]) as problem:
+            return f"refused: {problem}"
+    assert answer(short["parse_action"]) == answer(parse_action)
+
+
 # --- the figures the lesson states ----------------------------------------------------------
 
 

@@ -34,11 +34,6 @@ def _(t, parse_loose):
     with t.case("it is found in prose and in a code fence too", "夹在文字里、放在代码块里也能找到"):
         found = parse_loose(f"I will read it:\n```json\n{CALL_WITHOUT_TYPE}\n```\nOK?")
         assert found["name"] == "read_file", course.both(f"got {found}", f"得到的是 {found}")
-    with t.case('"arguments" given as a JSON string still works',
-                "\"arguments\" 写成 JSON 字符串时也能识别"):
-        found = parse_loose('{"name": "list_files", "arguments": "{}"}')
-        assert (found["name"], found["arguments"]) == ("list_files", {}), \
-            course.both(f"got {found}", f"得到的是 {found}")
     with t.case("a valid action comes out exactly as parse_action makes it",
                 "有效的动作，结果和 parse_action 给出的完全一样"):
         assert parse_loose(FINISH) == text_actions.parse_action(FINISH), \

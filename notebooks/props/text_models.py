@@ -39,6 +39,24 @@ def described(text: str, finish_reason: str | None = None) -> tuple[str, str]:
     return found["type"], words + "".join(f"; note: {note}" for note in found["notes"])
 
 
+def one_task_in_text() -> list[dict]:
+    """A history as agent.messages holds it after one task with text actions, in Chat
+    Completions form: each assistant message keeps the model's text, and beside it the call
+    the host understood; a tool message answers that call."""
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "read_file", "arguments": '{"path": "notes.txt"}'}}
+    return [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "What does notes.txt say?"},
+        {"role": "assistant",
+         "content": "I will read it.\n" + action("read_file", path="notes.txt"),
+         "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1",
+         "content": '{"path": "notes.txt", "content": "buy milk\\n"}'},
+        {"role": "assistant", "content": finish("notes.txt says: buy milk.")},
+    ]
+
+
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n\n\nprint(greet("Pi"))\n'
 
 
