@@ -57,9 +57,25 @@ def detail(r: dict) -> str:
     return message.get("role") or r.get("model") or r.get("stop_reason") or ""
 
 
-def event_rows(run: list[dict]) -> list[tuple]:
+def event_rows(run: list[dict], turns=None) -> list[tuple]:
     """One row per record (EVENT_COLUMNS): the time since agent_start, the turn, the event,
-    the duration on a line that closes a span, and a few words on what it says."""
+    the duration on a line that closes a span, and a few words on what it says. With turns
+    (say (0, 1, 6)), only the records of those turns, and one row where others are left out."""
     t0 = run[0]["time"]
-    return [(f"{r['time'] - t0:.2f}", r["turn"], r["type"],
-             f"{r['duration']:.2f}" if "duration" in r else "", detail(r)) for r in run]
+    rows, left_out = [], []
+
+    def gap():
+        if left_out:
+            rows.append(("...", f"{left_out[0]}-{left_out[-1]}",
+                         f"({len(left_out)} rows not shown)", "", ""))
+            left_out.clear()
+
+    for r in run:
+        if turns is not None and r["turn"] not in turns:
+            left_out.append(r["turn"])
+            continue
+        gap()
+        rows.append((f"{r['time'] - t0:.2f}", r["turn"], r["type"],
+                     f"{r['duration']:.2f}" if "duration" in r else "", detail(r)))
+    gap()
+    return rows
