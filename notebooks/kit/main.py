@@ -115,7 +115,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workdir", help="the workspace: the only folder the file tools reach "
                         "(default: the current folder; on --resume, the session's)")
     parser.add_argument("--resume", metavar="SESSION", help="go on with a session file, with "
-                        "the flags its run had (those given now win; --no-shell stays)")
+                        "the flags its run had (those given now win, and --parallel, --no-plan "
+                        "and the like turn the session's off; --no-shell stays)")
     parser.add_argument("--model", help=f"model name (default: $AGENT_MODEL, the session's, or "
                         f"{agent.DEFAULT_MODEL})")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
@@ -170,6 +171,9 @@ def make_parser() -> argparse.ArgumentParser:
                         help="a todo tool: the model writes its plan, main.py keeps it and "
                         "reminds the model when it has not updated it for a while")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answers")
+    for name, flag in OPPOSITES.items():  # after their flags: the default is the first one's
+        parser.add_argument(flag, dest=name, action="store_false", default=False,
+                            help=f"on --resume, turn off the session's {flag_words(name, True)[0]}")
     return parser
 
 
@@ -256,6 +260,11 @@ SETTINGS = ("model", "base_url", "timeout", "max_retries", "max_turns", "no_shel
             "mcp", "skills", "subagents", "plan", "quiet")
 # A setting given on a resume's command line turns off the session's that cannot run with it.
 # No flag turns a recorded --no-shell off: a session made without the shell stays without it.
+# The on/off settings a resume can turn off, each by its opposite flag (the session's --plan by
+# --no-plan). --no-shell has none, as said above.
+OPPOSITES = {"no_parallel": "--parallel", "no_stream": "--stream", "no_compact": "--compact",
+             "text_actions": "--no-text-actions", "subagents": "--no-subagents",
+             "plan": "--no-plan", "quiet": "--no-quiet"}
 OVERRIDES = {"no_compact": ("budget", "elide_after"), "budget": ("no_compact",),
              "elide_after": ("no_compact",), "text_actions": ("subagents",),
              "subagents": ("text_actions",)}
@@ -278,10 +287,13 @@ def as_words(values: dict) -> list[str]:
 
 
 def flag_words(name: str, value) -> list[str]:
-    """One setting as command-line words: --no-shell, --max-turns 7, --mcp A --mcp B."""
+    """One setting as command-line words: --no-shell, --max-turns 7, --mcp A --mcp B, --plan
+    turned off (False) as --no-plan."""
     flag = "--" + name.replace("_", "-")
-    return ([flag] if value is True else [word for item in value for word in (flag, item)]
-            if isinstance(value, list) else [flag, str(value)])
+    if isinstance(value, bool):
+        return [flag] if value else [OPPOSITES[name]]
+    return ([word for item in value for word in (flag, item)] if isinstance(value, list)
+            else [flag, str(value)])
 
 
 def unset_parser(names=None) -> argparse.ArgumentParser:

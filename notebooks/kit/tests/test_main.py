@@ -936,6 +936,20 @@ def test_a_flag_given_on_resume_wins_over_the_session_s_and_is_noted_for_the_nex
     assert note_settings(path) == ["--no-shell", "--no-parallel"]  # 20 is the default
 
 
+def test_an_opposite_flag_on_resume_turns_a_recorded_setting_off_and_is_noted(kit):
+    assert kit({"content": "one"}, flags=["--no-parallel", "--quiet", "--max-turns", "3"])[0] == 0
+    path = next((kit.tmp / "sessions").iterdir())
+    assert note_settings(path) == ["--max-turns", "3", "--no-parallel", "--quiet"]
+    code, out, err = kit({"content": "two"}, flags=["--resume", str(path), "--parallel",
+                                                     "--no-quiet"])
+    assert code == 0, err
+    assert settings_line(err) == (  # printed at all: not quiet any more
+        "settings: the session's --max-turns 3; the command line changed --parallel (the "
+        "session's: --no-parallel), --no-quiet (the session's: --quiet)")
+    assert note_settings(path) == ["--max-turns", "3"]  # so the next resume keeps them off
+    assert "no_shell" not in main.OPPOSITES  # no flag turns the shell back on
+
+
 @needs_compaction
 def test_a_flag_given_on_resume_turns_off_the_session_s_that_cannot_run_with_it(kit):
     assert kit({"content": "one"}, flags=["--budget", "4000"])[0] == 0
