@@ -727,10 +727,13 @@ def test_the_regression_report_lists_what_got_worse_and_what_got_better(tmp_path
         run("m", "e", 1, True, turns=5)], ["m"], tasks[:5])
     report = ev.compare(ev.load_results(before).runs, ev.load_results(after).runs,
                         names=("before.jsonl", "after.jsonl"))
+    same = ", solved 1/1 both times"  # a task's waste counts at the same share solved: it says so
     assert report.worse == ["m a: solved 1/1 -> 0/1 (now: a check failed)",
-                            "m c: turns 4.0 -> 6.0 (+50%)", "m c: tool calls 3.0 -> 5.0 (+67%)",
+                            f"m c: turns 4.0 -> 6.0 (+50%){same}",
+                            f"m c: tool calls 3.0 -> 5.0 (+67%){same}",
                             "m d: false done 0/1 -> 1/1"]
-    assert report.better == ["m e: turns 10.0 -> 5.0 (-50%)", "m e: tool calls 9.0 -> 4.0 (-56%)"]
+    assert report.better == [f"m e: turns 10.0 -> 5.0 (-50%){same}",
+                             f"m e: tool calls 9.0 -> 4.0 (-56%){same}"]
     assert report.missing == ["m f", "x: none of its 1 task(s)"]
     assert str(report).split("\n")[:2] == ["before.jsonl -> after.jsonl",
                                            "got worse: 3 tasks (4 lines)"]
@@ -749,6 +752,16 @@ def test_the_short_report_leaves_the_figures_per_run_to_the_whole_one():
     assert report.worse == ["m, per run: cost $0.0100 -> $0.0200 (+100%)"]
     assert "m, per run: cost" in str(report) and "per run" not in report.summary()
     assert "per task, got worse: none" in report.summary()
+
+
+def test_a_waste_line_says_the_share_solved_it_was_counted_at():
+    """A task that failed both times can still get worse by its waste (its share solved did
+    not move), and its line says at which share it was counted."""
+    failed = ev.compare([run("m", "a", 1, False, turns=3)], [run("m", "a", 1, False, turns=6)])
+    assert failed.worse[0] == "m a: turns 3.0 -> 6.0 (+100%), solved 0/1 both times"
+    more_runs = ev.compare([run("m", "a", 1, True, turns=3)],
+                           [run("m", "a", n, True, turns=6) for n in (1, 2)])
+    assert more_runs.worse[0] == "m a: turns 3.0 -> 6.0 (+100%), solved 1/1 -> 2/2, the same share"
 
 
 def test_two_files_of_one_model_each_compare_one_model_with_the_other(tmp_path):
