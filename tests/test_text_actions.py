@@ -1072,6 +1072,10 @@ def test_the_checks_accept_the_answers_against_the_main_paths_short_code(
     assert report.passed, repr(report)
 
 
+BRACES_IN_PROSE = [  # the Pitfall's prose before an action
+    f"I use {{name}} here. {finish('Done.')}", f"I use {{name}} here. {READ}", f"Then {{ {READ}",
+    f"I'll fill {{name}} in. {READ}",
+]
 MAIN_PATH_REPLIES = [  # what the main path's cells and checks give the parser
     READ, f"Sure! Let me read it.\n```json\n{READ}\n```\nOK?", f"{READ}\n{finish('Done.')}",
     '{"type": "finish", "output": "Done.",}', "notes.txt says: buy milk.",
@@ -1083,6 +1087,7 @@ MAIN_PATH_REPLIES = [  # what the main path's cells and checks give the parser
     '{"arguments": {"path": "a.txt"}}', '{"type": "run", "name": "read_file"}',
     finish("a.txt says alpha."), READ[:-1], '{"type": "finish", "output": "x", "a": [1, 2,],}',
     '{"type": "finish", "output": "a, } and a, ]",}',
+    *BRACES_IN_PROSE,
 ]
 
 
@@ -1101,6 +1106,17 @@ def test_the_main_paths_short_parser_gives_the_whole_ones_answer_on_its_replies(
         except (FormatError, short["FormatError"]) as problem:
             return f"refused: {problem}"
     assert answer(short["parse_action"]) == answer(parse_action)
+
+
+@pytest.mark.parametrize("text", BRACES_IN_PROSE)
+def test_the_main_paths_short_parser_passes_over_braces_in_prose_as_the_lesson_says(text):
+    """The Pitfall: braces in prose ("I use {name}", a lone "{") break a first-{-to-last-}
+    parser. The short parser a class runs must take the action after them, with no note."""
+    short = {}
+    exec(main_path_export_cells()[0], short)
+    found = short["parse_action"](text)
+    assert found["type"] in ("finish", "call_tool") and found["notes"] == [], found
+    assert found == parse_action(text)
 
 
 # --- the figures the lesson states ----------------------------------------------------------
