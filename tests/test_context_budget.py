@@ -812,7 +812,7 @@ def test_the_figures_the_lesson_states_are_what_the_code_computes(shop_runs):
                (f"2–{end - 1}", f"2–{end - 1}"), (f"{end}–{len(both.messages) - 1}",
                                                   f"{end}–{len(both.messages) - 1}")]
     baseline = sum(prompts)
-    for bot, meter, _ in shop_runs.values():  # the table's rows: the same in both languages
+    for _, meter, _ in shop_runs.values():  # the table's rows: the same in both languages
         totals = cb.totals(meter.rows, "scripted-demo")
         row = (f"| {totals['model_calls']} ({totals['compactions']}) | "
                f"{totals['prompt_tokens']:,} | {totals['prompt_tokens'] / baseline:.0%} | "
