@@ -8,6 +8,7 @@ so that a bug fails a test instead of hanging it."""
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,31 @@ from agent import ScriptedClient, reply, schema, step, tool_call
 
 WAIT = 10  # seconds: the longest any gate waits before the test fails instead of hanging
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def main_path_export_cells() -> list[str]:
+    """The code of the export cells before the notebook's first "## Going further": the short
+    ParallelAgent and SteerableAgent a class runs, which Going further defines again, whole."""
+    code = []
+    for cell in json.loads(course.notebook_path("10-parallel-and-steering").read_text("utf-8"))[
+            "cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and re.search(r"^## Going further", source, re.M):
+            return code
+        if "export" in cell.get("metadata", {}).get("tags", []):
+            code.append(course.without_mark(source))
+    raise AssertionError("no Going further in notebook 10")
+
+
+SHORT = {}  # the main path's definitions, run in a namespace of their own
+for _source in main_path_export_cells():
+    exec(_source, SHORT)
+assert SHORT["ParallelAgent"] is not ps.ParallelAgent
+# The main path's short classes must do what its cells show: these tests run on both.
+WHOLE_AND_SHORT = pytest.mark.parametrize(
+    "kind", [ps.ParallelAgent, SHORT["ParallelAgent"]], ids=["whole", "short"])
+STEERABLE_WHOLE_AND_SHORT = pytest.mark.parametrize(
+    "steerable", [ps.SteerableAgent, SHORT["SteerableAgent"]], ids=["whole", "short"])
 
 
 # --- probes: tools that report what ran when, and wait for the test's say-so -------------------
@@ -199,9 +225,10 @@ def test_a_batch_cut_off_by_length_runs_nothing():
 # --- ordered results, whatever the completion order --------------------------------------------
 
 
+@WHOLE_AND_SHORT
 @pytest.mark.parametrize("finish", list(permutations(range(1, 5))),
                          ids=lambda p: "".join(map(str, p)))
-def test_results_are_appended_in_call_order_under_every_completion_order(finish):
+def test_results_are_appended_in_call_order_under_every_completion_order(finish, kind):
     probes = Probes()
     order = [f"call_{n}" for n in finish]
     conductor = Conductor(probes, [(True, 4)], bound=4, choose=lambda running: order[0])
@@ -213,7 +240,7 @@ def test_results_are_appended_in_call_order_under_every_completion_order(finish)
             order.pop(0)
         conductor(event)
 
-    bot, _ = make(steps=[calls("look", "look", "look", "look"), reply("done")],
+    bot, _ = make(kind, steps=[calls("look", "look", "look", "look"), reply("done")],
                   probes=probes, on_event=handler)
     bot.chat("look four times")
     expected = [f"call_{n}" for n in range(1, 5)]
@@ -225,7 +252,8 @@ def test_results_are_appended_in_call_order_under_every_completion_order(finish)
     assert probes.max_active == 4  # all four were running at once
 
 
-def test_start_and_end_events_interleave_while_results_are_announced_in_call_order():
+@WHOLE_AND_SHORT
+def test_start_and_end_events_interleave_while_results_are_announced_in_call_order(kind):
     probes = Probes()
     events = []
 
@@ -237,7 +265,7 @@ def test_start_and_end_events_interleave_while_results_are_announced_in_call_ord
         if event["type"] == "tool_execution_end" and event["tool_call_id"] == "call_2":
             probes.gate("call_1").set()
 
-    bot, _ = make(steps=[calls("look", "look"), reply("done")], probes=probes,
+    bot, _ = make(kind, steps=[calls("look", "look"), reply("done")], probes=probes,
                   on_event=handler)
     bot.chat("go")
     tool_events = [e for e in events if e[0].startswith("tool_") or
@@ -247,7 +275,8 @@ def test_start_and_end_events_interleave_while_results_are_announced_in_call_ord
                            ("message_end", "call_1"), ("message_end", "call_2")]
 
 
-def test_every_event_reaches_the_handler_from_the_loops_thread_one_at_a_time():
+@WHOLE_AND_SHORT
+def test_every_event_reaches_the_handler_from_the_loops_thread_one_at_a_time(kind):
     heard, inside = [], []
     lock = threading.Lock()
 
@@ -260,7 +289,7 @@ def test_every_event_reaches_the_handler_from_the_loops_thread_one_at_a_time():
         finally:
             lock.release()
 
-    bot, _ = make(steps=[calls(*["look"] * 6), reply("done")], on_event=handler)
+    bot, _ = make(kind, steps=[calls(*["look"] * 6), reply("done")], on_event=handler)
     bot.chat("go")
     assert len(heard) > 12 and inside == []
     assert all(thread is threading.main_thread() for thread in heard)
@@ -332,11 +361,12 @@ def test_a_serial_tool_never_runs_at_the_same_time_as_anything(seed):
                        for j in range(k + 1, len(kinds) + 1))
 
 
-def test_no_more_than_max_parallel_calls_run_at_once():
+@WHOLE_AND_SHORT
+def test_no_more_than_max_parallel_calls_run_at_once(kind):
     probes = Probes()
     conductor = Conductor(probes, [(True, 5)], bound=2, choose=lambda running: running[-1])
-    bot, _ = make(steps=[calls(*["look"] * 5), reply("done")], probes=probes, max_parallel=2,
-                  on_event=conductor)
+    bot, _ = make(kind, steps=[calls(*["look"] * 5), reply("done")], probes=probes,
+                  max_parallel=2, on_event=conductor)
     bot.chat("go")
     assert probes.max_active == 2 and len(tool_results(bot)) == 5
     assert conductor.order == ["call_2", "call_3", "call_4", "call_5", "call_1"]
@@ -470,9 +500,11 @@ def steer_on_start(bot_holder, call_id, text):
     return handler
 
 
-def test_steering_mid_batch_skips_the_calls_not_started_and_answers_each_for_a_strict_server():
+@STEERABLE_WHOLE_AND_SHORT
+def test_steering_mid_batch_skips_the_calls_not_started_and_answers_each_for_a_strict_server(
+        steerable):
     holder = []
-    bot, probes = make(ps.SteerableAgent, [calls("change", "change", "change"), reply("ok")],
+    bot, probes = make(steerable, [calls("change", "change", "change"), reply("ok")],
                        on_event=steer_on_start(holder, "call_1", "stop, don't deploy"))
     holder.append(bot)
     assert bot.chat("deploy") == "ok"  # ScriptedClient refuses a history a strict server would
@@ -484,10 +516,11 @@ def test_steering_mid_batch_skips_the_calls_not_started_and_answers_each_for_a_s
     assert bot.started_calls == {"call_1"} and bot.stop_reason == "done"
 
 
-def test_skipped_calls_never_start_and_have_no_tool_events():
+@STEERABLE_WHOLE_AND_SHORT
+def test_skipped_calls_never_start_and_have_no_tool_events(steerable):
     holder, events = [], []
     handler = steer_on_start(holder, "call_1", "no")
-    bot, _ = make(ps.SteerableAgent, [calls("change", "look", "look"), reply("ok")],
+    bot, _ = make(steerable, [calls("change", "look", "look"), reply("ok")],
                   on_event=agent.fan_out(events.append, handler))
     holder.append(bot)
     bot.chat("go")
@@ -499,9 +532,11 @@ def test_skipped_calls_never_start_and_have_no_tool_events():
     assert skipped[0]["is_error"] is True
 
 
-def test_steering_during_a_parallel_group_lets_the_running_calls_finish_and_skips_the_rest():
+@STEERABLE_WHOLE_AND_SHORT
+def test_steering_during_a_parallel_group_lets_the_running_calls_finish_and_skips_the_rest(
+        steerable):
     holder = []
-    bot, probes = make(ps.SteerableAgent, [calls("look", "look", "look", "look"), reply("ok")],
+    bot, probes = make(steerable, [calls("look", "look", "look", "look"), reply("ok")],
                        on_event=steer_on_start(holder, "call_2", "enough"))
     holder.append(bot)
     bot.chat("go")
@@ -651,15 +686,16 @@ def test_follow_ups_run_one_at_a_time_in_one_trace_that_lesson_07_finds_whole(tm
     assert bot.stop_reason == "done" and bot.unsent == []
 
 
-def test_a_follow_up_queued_during_the_run_waits_until_the_task_is_done():
+@STEERABLE_WHOLE_AND_SHORT
+def test_a_follow_up_queued_during_the_run_waits_until_the_task_is_done(steerable):
     holder = []
 
     def handler(event):
         if event["type"] == "tool_execution_start" and event["tool_call_id"] == "call_1":
             holder[0].follow_up("later")
 
-    bot, _ = make(ps.SteerableAgent, [calls("change"), calls("change"), reply("task done"),
-                                      reply("later done")], on_event=handler)
+    bot, _ = make(steerable, [calls("change"), calls("change"), reply("task done"),
+                                 reply("later done")], on_event=handler)
     holder.append(bot)
     bot.chat("task")
     roles = [(m["role"], m["content"]) for m in bot.messages if m["role"] in ("user",)]
@@ -668,8 +704,9 @@ def test_a_follow_up_queued_during_the_run_waits_until_the_task_is_done():
         next(i for i, m in enumerate(bot.messages) if m.get("content") == "task done")
 
 
-def test_follow_ups_do_not_run_after_a_guard_stopped_the_task_and_are_handed_back():
-    bot, _ = make(ps.SteerableAgent, [calls("look"), calls("look"), reply("never")],
+@STEERABLE_WHOLE_AND_SHORT
+def test_follow_ups_do_not_run_after_a_guard_stopped_the_task_and_are_handed_back(steerable):
+    bot, _ = make(steerable, [calls("look"), calls("look"), reply("never")],
                   max_turns=2)
     bot.follow_up("then deploy")
     bot.chat("go")
@@ -834,12 +871,13 @@ def test_an_abort_that_returns_true_stops_the_run_as_aborted_and_one_too_late_re
         assert bot.chat("again") == "next" and bot.stop_reason == "done"
 
 
-def test_an_aborted_agent_chats_again_and_a_later_run_is_not_aborted():
+@STEERABLE_WHOLE_AND_SHORT
+def test_an_aborted_agent_chats_again_and_a_later_run_is_not_aborted(steerable):
     def handler(event):
         if event["type"] == "tool_execution_start":
             bot.abort()
 
-    bot, _ = make(ps.SteerableAgent, [calls("change"), reply("second run, whole")],
+    bot, _ = make(steerable, [calls("change"), reply("second run, whole")],
                   on_event=handler)
     bot.chat("first")
     assert bot.stop_reason == "aborted"
@@ -958,3 +996,35 @@ def test_check_10_1_refuses_a_grouping_that_lists_a_folder_beside_a_write_in_it(
     failed = [what for ok, what, _ in report.results if not ok]
     assert failed == ["a listing of a folder never shares a group with a write inside it"], \
         repr(report)
+
+
+# --- the main path's short classes: what its cells and checks need -------------------------------
+
+
+@pytest.fixture
+def main_path_run_again():
+    """The module as a kernel holds it after the main path only: its export cells run again
+    over the whole module, so ParallelAgent and SteerableAgent are the main path's short ones."""
+    saved = dict(vars(ps))
+    for source in main_path_export_cells():
+        course._run(source, "a main-path export cell", ps)
+    assert ps.ParallelAgent is not saved["ParallelAgent"]
+    yield
+    vars(ps).clear()
+    vars(ps).update(saved)
+
+
+@pytest.mark.parametrize("exercise_id", ["10.1", "10.2", "10.3"])
+def test_the_checks_accept_the_answers_against_the_main_paths_short_code(
+        exercise_id, main_path_run_again):
+    import runpy  # the solutions imported now, so that they build on the short classes
+    solutions = runpy.run_path(str(ROOT / "solutions" / "10-parallel-and-steering.py"))
+    assert issubclass(solutions["AllAtOnce"], ps.SteerableAgent)
+    report = course.check(exercise_id, *solutions["SOLUTIONS"][exercise_id])
+    assert report.passed, repr(report)
+
+
+def test_an_abort_between_runs_stops_nothing_in_the_short_steerable_agent():
+    bot, _ = make(SHORT["SteerableAgent"], [reply("fine")])
+    bot.abort()  # no run is in progress: the next run clears the signal as it starts
+    assert bot.chat("go") == "fine" and bot.stop_reason == "done"

@@ -1,12 +1,15 @@
 """Tools whose timing a demonstration chooses (lesson 10): FinishOrder makes the calls of a batch
 finish in a chosen order, whatever the threads would do; slow makes a tool wait before it works.
 Real threads finish in whatever order the machine gives them, and a notebook must print the same
-thing every time: these let it."""
+thing every time: these let it. And fresh_folder: a folder for one demonstration, made again
+each time its cell runs."""
 
 import functools
 import json
+import os
 import threading
 import time
+from pathlib import Path
 
 
 class FinishOrder:
@@ -64,3 +67,13 @@ def slow(func, seconds: float):
                 running[0] -= 1
     waiting.most_at_once = 0
     return waiting
+
+
+def fresh_folder(folder: Path, files: dict[str, str]) -> Path:
+    """`folder` holding exactly `files` (emptied again on every run); its real path."""
+    folder.mkdir(exist_ok=True)
+    for old in folder.iterdir():
+        old.unlink()
+    for file, text in files.items():
+        (folder / file).write_text(text, encoding="utf-8")
+    return Path(os.path.realpath(folder))
