@@ -6,12 +6,13 @@ Copy `plot_timeline` into your own project if you want the picture."""
 import tracing  # the lesson's module: the spans and usage these views draw
 
 
-def plot_timeline(run: list[dict]):
+def plot_timeline(run: list[dict], width: float = 9):
     """A chart of one run: model calls and tool executions on one time axis (red: an error),
-    grey lines where turns begin, and below them the prompt tokens each model call was sent."""
+    grey lines where turns begin, and below them the prompt tokens each model call was sent.
+    width: the figure's width in inches (a longer run needs more, or its labels overlap)."""
     import matplotlib.pyplot as plt
 
-    fig, (lanes, tokens) = plt.subplots(2, 1, figsize=(9, 4), sharex=True,
+    fig, (lanes, tokens) = plt.subplots(2, 1, figsize=(width, 4), sharex=True,
                                         gridspec_kw={"height_ratios": [2, 1.4]})
     t0 = run[0]["time"]
     sent = {row["turn"]: row["prompt_tokens"] for row in tracing.turn_usage(run)}
