@@ -19,7 +19,7 @@ def make_delegate(root, new_client):
         child = agent.Agent(new_client(), "scripted", tools=tools, registry=registry,
                             system_prompt=sp.CHILD_PROMPT, max_turns=12, on_event=None)
         answer = child.chat(task)
-        if child.stop_reason != "done":
+        if child.stop_reason not in ("done", "length"):  # "length": an answer, cut off
             raise RuntimeError(f"the subagent stopped without an answer ({child.stop_reason})")
         return f"{answer}\n[{len(child.messages)} messages stay with the host]"
     return delegate
