@@ -1087,6 +1087,7 @@ MAIN_PATH_REPLIES = [  # what the main path's cells and checks give the parser
     '{"arguments": {"path": "a.txt"}}', '{"type": "run", "name": "read_file"}',
     finish("a.txt says alpha."), READ[:-1], '{"type": "finish", "output": "x", "a": [1, 2,],}',
     '{"type": "finish", "output": "a, } and a, ]",}',
+    "{'type': 'finish', 'output': 'a } b'}", f"{{'note': 'x }}'}} {finish('Done.')}",
     *BRACES_IN_PROSE,
 ]
 
@@ -1098,7 +1099,7 @@ def test_the_main_paths_short_parser_gives_the_whole_ones_answer_on_its_replies(
     """A section run alone after a restart uses the whole parser, a run from the top the
     short one: on the main path's replies they must agree, notes and words included."""
     short = {}
-    exec(main_path_export_cells()[0], short)
+    exec("\n".join(main_path_export_cells()[:2]), short)  # the short parser: two cells
 
     def answer(parse):
         try:
@@ -1108,12 +1109,25 @@ def test_the_main_paths_short_parser_gives_the_whole_ones_answer_on_its_replies(
     assert answer(short["parse_action"]) == answer(parse_action)
 
 
+def test_the_main_paths_short_object_spans_reads_a_string_in_the_quote_that_began_an_object():
+    """An object may begin {' (then it is refused for its single quotes): a } inside such a
+    string must not end it early, or the rest of the reply would be read as something else."""
+    short = {}
+    exec("\n".join(main_path_export_cells()[:2]), short)  # the short parser: two cells
+    text = f"{{'note': 'x }}'}} {finish('Done.')}"
+    spans, unclosed = short["object_spans"](text)
+    assert unclosed is None and text[slice(*spans[0])] == "{'note': 'x }'}", spans
+    assert "single quotes" in str(pytest.raises(short["FormatError"], short["parse_action"],
+                                                "{'type': 'finish', 'output': 'a } b'}").value)
+    assert short["object_spans"]('{"a": "it\'s }"}') == ([(0, 15)], None)
+
+
 @pytest.mark.parametrize("text", BRACES_IN_PROSE)
 def test_the_main_paths_short_parser_passes_over_braces_in_prose_as_the_lesson_says(text):
     """The Pitfall: braces in prose ("I use {name}", a lone "{") break a first-{-to-last-}
     parser. The short parser a class runs must take the action after them, with no note."""
     short = {}
-    exec(main_path_export_cells()[0], short)
+    exec("\n".join(main_path_export_cells()[:2]), short)  # the short parser: two cells
     found = short["parse_action"](text)
     assert found["type"] in ("finish", "call_tool") and found["notes"] == [], found
     assert found == parse_action(text)
