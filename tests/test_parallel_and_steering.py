@@ -8,7 +8,6 @@ so that a bug fails a test instead of hanging it."""
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import course
 import parallel_and_steering as ps
 import pytest
+from main_path import main_path_export_cells, main_path_only  # tests/main_path.py
 
 import agent
 from agent import ScriptedClient, reply, schema, step, tool_call
@@ -28,22 +28,8 @@ WAIT = 10  # seconds: the longest any gate waits before the test fails instead o
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def main_path_export_cells() -> list[str]:
-    """The code of the export cells before the notebook's first "## Going further": the short
-    ParallelAgent and SteerableAgent a class runs, which Going further defines again, whole."""
-    code = []
-    for cell in json.loads(course.notebook_path("10-parallel-and-steering").read_text("utf-8"))[
-            "cells"]:
-        source = "".join(cell["source"])
-        if cell["cell_type"] == "markdown" and re.search(r"^## Going further", source, re.M):
-            return code
-        if "export" in cell.get("metadata", {}).get("tags", []):
-            code.append(course.without_mark(source))
-    raise AssertionError("no Going further in notebook 10")
-
-
 SHORT = {}  # the main path's definitions, run in a namespace of their own
-for _source in main_path_export_cells():
+for _source in main_path_export_cells("10-parallel-and-steering"):
     exec(_source, SHORT)
 assert SHORT["ParallelAgent"] is not ps.ParallelAgent
 # The main path's short classes must do what its cells show: these tests run on both.
@@ -1005,13 +991,9 @@ def test_check_10_1_refuses_a_grouping_that_lists_a_folder_beside_a_write_in_it(
 def main_path_run_again():
     """The module as a kernel holds it after the main path only: its export cells run again
     over the whole module, so ParallelAgent and SteerableAgent are the main path's short ones."""
-    saved = dict(vars(ps))
-    for source in main_path_export_cells():
-        course._run(source, "a main-path export cell", ps)
-    assert ps.ParallelAgent is not saved["ParallelAgent"]
-    yield
-    vars(ps).clear()
-    vars(ps).update(saved)
+    with main_path_only(ps, "10-parallel-and-steering") as saved:
+        assert ps.ParallelAgent is not saved["ParallelAgent"]
+        yield
 
 
 @pytest.mark.parametrize("exercise_id", ["10.1", "10.2", "10.3"])
