@@ -22,6 +22,7 @@ import httpx2
 import openai
 import pytest
 import text_actions
+from main_path import main_path_export_cells, main_path_only  # tests/main_path.py
 from openai.types.chat import ChatCompletion
 from test_loop import assert_history_valid
 from text_actions import (
@@ -1066,30 +1067,20 @@ def test_the_check_of_08_2_refuses_an_answer_that_keeps_the_last_of_a_key_given_
     assert failed == ["a key given twice is refused, as parse_action refuses it"], repr(report)
 
 
-def main_path_export_cells() -> list[str]:
-    """The code of the export cells before the notebook's first "## Going further": the short
-    parser and adapter a class runs, which Going further defines again, whole."""
-    code = []
-    for cell in json.loads(course.notebook_path("08-text-actions").read_text("utf-8"))["cells"]:
-        source = "".join(cell["source"])
-        if cell["cell_type"] == "markdown" and re.search(r"^## Going further", source, re.M):
-            return code
-        if "export" in cell.get("metadata", {}).get("tags", []):
-            code.append(course.without_mark(source))
-    raise AssertionError("no Going further in notebook 08")
+def short_parser() -> dict:
+    """The main path's short parser (its first two export cells), run in a namespace of its own."""
+    short = {}
+    exec("\n".join(main_path_export_cells("08-text-actions")[:2]), short)
+    return short
 
 
 @pytest.fixture
 def main_path_run_again():
     """The module as a kernel holds it after the main path only: its export cells run again
     over the whole module, so parse_action, TextActions... are the main path's short ones."""
-    saved = dict(vars(text_actions))
-    for source in main_path_export_cells():
-        course._run(source, "a main-path export cell", text_actions)
-    assert text_actions.parse_action is not saved["parse_action"]
-    yield
-    vars(text_actions).clear()
-    vars(text_actions).update(saved)
+    with main_path_only(text_actions, "08-text-actions") as saved:
+        assert text_actions.parse_action is not saved["parse_action"]
+        yield
 
 
 @pytest.mark.parametrize("exercise_id", ["08.1", "08.2", "08.3"])
@@ -1126,8 +1117,7 @@ def test_the_main_paths_short_parser_gives_the_whole_ones_answer_on_its_replies(
         text, finish_reason):
     """A section run alone after a restart uses the whole parser, a run from the top the
     short one: on the main path's replies they must agree, notes and words included."""
-    short = {}
-    exec("\n".join(main_path_export_cells()[:2]), short)  # the short parser: two cells
+    short = short_parser()
 
     def answer(parse):
         try:
@@ -1140,8 +1130,7 @@ def test_the_main_paths_short_parser_gives_the_whole_ones_answer_on_its_replies(
 def test_the_main_paths_short_object_spans_reads_a_string_in_the_quote_that_began_an_object():
     """An object may begin {' (then it is refused for its single quotes): a } inside such a
     string must not end it early, or the rest of the reply would be read as something else."""
-    short = {}
-    exec("\n".join(main_path_export_cells()[:2]), short)  # the short parser: two cells
+    short = short_parser()
     text = f"{{'note': 'x }}'}} {finish('Done.')}"
     spans, unclosed = short["object_spans"](text)
     assert unclosed is None and text[slice(*spans[0])] == "{'note': 'x }'}", spans
@@ -1154,8 +1143,7 @@ def test_the_main_paths_short_object_spans_reads_a_string_in_the_quote_that_bega
 def test_the_main_paths_short_parser_passes_over_braces_in_prose_as_the_lesson_says(text):
     """The Pitfall: braces in prose ("I use {name}", a lone "{") break a first-{-to-last-}
     parser. The short parser a class runs must take the action after them, with no note."""
-    short = {}
-    exec("\n".join(main_path_export_cells()[:2]), short)  # the short parser: two cells
+    short = short_parser()
     found = short["parse_action"](text)
     assert found["type"] in ("finish", "call_tool") and found["notes"] == [], found
     assert found == parse_action(text)
