@@ -957,13 +957,18 @@ def test_a_finish_after_an_action_that_failed_to_decode_is_refused_not_taken(tex
     assert "nothing in your reply was run" in str(refused.value)
 
 
-def test_a_broken_action_then_a_finish_is_no_false_done():
-    bot, client, _ = text_agent([reply(f'{BROKEN_EDIT} {finish("Changed alpha to beta.")}'),
+@pytest.mark.parametrize("edit, refusal", [
+    (BROKEN_EDIT, "not valid JSON"),  # an action that failed to decode
+    (UNTYPED_EDIT, "a finish and another action with it"),  # an edit with no "type"
+])
+def test_an_edit_the_parser_cannot_run_then_a_finish_is_no_false_done(edit, refusal):
+    bot, client, _ = text_agent([reply(f'{edit} {finish("Changed alpha to beta.")}'),
                                  reply(action("edit_file", path="a.txt", old_str="alpha",
                                               new_str="beta")),
                                  reply(finish("Changed alpha to beta."))])
     assert bot.chat("change alpha to beta in a.txt") == "Changed alpha to beta."
     assert Path("a.txt").read_text(encoding="utf-8") == "beta\n"  # the finish came after it
+    assert refusal in bot.messages[3]["content"]
     assert len(client.requests) == 3 and bot.stop_reason == "done"
     assert_valid(bot)
 
