@@ -226,18 +226,6 @@ def test_a_finish_with_an_object_without_type_is_refused_like_one_with_another_a
     assert "send it alone, or send only the action you want run" in str(refused.value)
 
 
-def test_an_edit_without_type_then_a_finish_is_no_false_done():
-    bot, client, _ = text_agent([reply(f"{UNTYPED_EDIT} {finish('Changed it.')}"),
-                                 reply(action("edit_file", path="a.txt", old_str="alpha",
-                                              new_str="beta")),
-                                 reply(finish("Changed it."))])
-    assert bot.chat("change alpha to beta in a.txt") == "Changed it."
-    assert Path("a.txt").read_text(encoding="utf-8") == "beta\n"  # the finish came after it
-    assert "a finish and another action with it" in bot.messages[3]["content"]
-    assert len(client.requests) == 3 and bot.stop_reason == "done"
-    assert_valid(bot)
-
-
 def test_a_call_with_a_finish_after_it_runs_and_the_note_reaches_the_model():
     found = parse_action(f"{READ}\n{finish('guessed')}")
     assert (found["type"], found["name"]) == ("call_tool", "read_file")
