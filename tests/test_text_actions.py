@@ -1061,9 +1061,10 @@ def test_the_check_of_08_2_refuses_an_answer_that_keeps_the_last_of_a_key_given_
 
 
 def short_parser() -> dict:
-    """The main path's short parser (its first two export cells), run in a namespace of its own."""
+    """The main path's short parser (its export cells, all of them: the parser is the first four),
+    run in a namespace of its own."""
     short = {}
-    exec("\n".join(main_path_export_cells("08-text-actions")[:2]), short)
+    exec("\n\n\n".join(main_path_export_cells("08-text-actions")), short)
     return short
 
 
@@ -1174,3 +1175,21 @@ def test_the_lessons_cost_table_is_what_the_code_computes_today(workspace):
     for lesson in (ROOT / "lessons" / "08-text-actions.md",
                    ROOT / "lessons" / "zh" / "08-text-actions.md"):
         assert lesson_cost_table(lesson) == computed, lesson
+
+
+def test_the_main_paths_short_adapter_runs_a_task_as_the_whole_one_does(workspace):
+    """The main path's TextActions lacks only the whole one's refusals (a stream, a cap below
+    1) and its pass-through of a response with no completion: on a task it acts the same."""
+    steps = [reply(f"Sure.\n```json\n{READ}\n```"), reply("a.txt says alpha."),
+             reply(f"{READ}\n{finish('Done.')}"), reply(finish("a.txt says alpha."))]
+
+    def run():
+        bot = text_actions.TextAgent(ScriptedClient(list(steps)), "m", on_event=None)
+        return bot.chat("What is in a.txt?"), bot.stop_reason, bot.messages, \
+            bot.client.client.requests
+    whole = run()
+    with main_path_only(text_actions, "08-text-actions") as saved:
+        assert text_actions.TextActions is not saved["TextActions"]
+        short = run()
+    assert short == whole
+    assert_history_valid(whole[2])
