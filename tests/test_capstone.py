@@ -880,3 +880,25 @@ def test_the_figures_the_lesson_states_are_what_the_code_computes(lesson, tmp_pa
     outputs = [json.loads(m["content"])["output"] for m in wrong.messages
                if m["role"] == "tool" and '"exit_code"' in m["content"]]
     assert outputs[1].count("\nFAILED ") == 3 and SAID[lesson]["three"] in text
+
+
+def test_the_main_paths_short_put_back_tests_judges_the_lessons_run_as_the_whole_one(tmp_path):
+    """The main path defines a short put_back_tests (the set-up's test files put back in
+    own_tests_pass's clean copy) and Going further the whole one, which the module keeps (it
+    also takes out a conftest.py and never writes through a link). After the main path only, the
+    task's verifier still fails the set-up and a new test file that patches pages.page_count,
+    and passes the reference solution."""
+    from main_path import main_path_only  # tests/main_path.py
+
+    assert "put_back" in vars(cap)  # the module: the whole version
+    with main_path_only(cap, "14-capstone") as whole:
+        assert cap.put_back_tests is not whole["put_back_tests"]  # the main path's, short
+        world = evaluation.prepare(cap.TASK, tmp_path / "world")
+        assert not all(c["ok"] for c in evaluation.verify(cap.TASK, world))
+        patch = "import pages\n\npages.page_count = lambda total, per_page: -(-total // per_page)\n"
+        (world.workspace / "test_aaa.py").write_text(patch, encoding="utf-8")
+        failed = [c["kind"] for c in evaluation.verify(cap.TASK, world) if not c["ok"]]
+        assert failed == ["pytest"], failed
+        (world.workspace / "test_aaa.py").unlink()
+        evaluation.apply_solution(cap.TASK, world)
+        assert all(c["ok"] for c in evaluation.verify(cap.TASK, world))

@@ -142,12 +142,20 @@ def _(t, streaming_capstone):
     from props import streaming_model  # lesson 11's scripted model that streams
     from props.pages_fixer import fixer, note_taker  # lesson 14's scripted model
 
-    with t.case("it is a CapstoneAgent and a StreamingAgent",
-                "既是 CapstoneAgent，也是 StreamingAgent"):
+    with t.case("a CapstoneAgent and a StreamingAgent, CompactingAgent's ask_model first "
+                "in the method order", "既是 CapstoneAgent，也是 StreamingAgent，"
+                "方法顺序里 CompactingAgent 的 ask_model 在前"):
         assert issubclass(streaming_capstone, capstone.CapstoneAgent), course.both(
             "not a CapstoneAgent", "不是 CapstoneAgent")
         assert issubclass(streaming_capstone, streaming.StreamingAgent), course.both(
             "not a StreamingAgent", "不是 StreamingAgent")
+        order = streaming_capstone.__mro__
+        first = next(c for c in order if "ask_model" in vars(c))
+        assert first is not streaming.StreamingAgent, course.both(
+            "StreamingAgent.ask_model comes first in the method order: does it call super()? "
+            "If not, CompactingAgent.ask_model never runs",
+            "方法顺序里 StreamingAgent.ask_model 排在前面：它调用 super() 吗？"
+            "如果不调用，CompactingAgent.ask_model 就永远不会运行")
     world = evaluation.prepare(capstone.TASK, Path("world-14-2"))
     events = []
     client = streaming_model.StreamingScriptedClient([fixer] * 20)

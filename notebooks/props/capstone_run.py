@@ -7,11 +7,13 @@ each tool the seconds in `TOOL_SECONDS`, and the reads of one batch wait at a
 record is the same at every run. `after(clock, seconds, answer)` is a person's answer that takes
 them that long. `person(clock)` is the notebook's person: they reject the first edit with
 `REASON` after 8 seconds and approve the second after 4, and `showing` prints each diff and
-answer. `record_run(folder)` makes the notebook's run once more in `folder` (emptied first):
+answer. `asked_for` and `added_up` are the review's display helpers. `record_run(folder)`
+makes the notebook's run once more in `folder` (emptied first):
 the same agent, model, person, clock, budget and records as the cell that runs it in front of
 the class."""
 
 import functools
+import json
 import shutil
 import threading
 from pathlib import Path
@@ -87,6 +89,20 @@ def person(clock, shown: bool = True):
     answers = diff_approval.scripted([after(clock, 8, diff_approval.reject(REASON)),
                                       after(clock, 4, diff_approval.APPROVE)])
     return diff_approval.showing(answers) if shown else answers
+
+
+def asked_for(message: dict) -> str:
+    """What an assistant message asked for, in a few words: "read_file pages.py, ..."."""
+    calls = [f"{c['function']['name']} {json.loads(c['function']['arguments']).get('path', '')}"
+             for c in message.get("tool_calls", [])]
+    return ", ".join(call.strip() for call in calls) or "(the answer)"
+
+
+def added_up(rows: list[dict]) -> str:
+    """The tokens and cost of usage_by_call's rows, added up: "9,100 + 678 tokens, $0.00472"."""
+    return (f"{sum(r['prompt_tokens'] for r in rows):,} + "
+            f"{sum(r['completion_tokens'] for r in rows):,} tokens, "
+            f"${sum(r['cost'] for r in rows):.5f}")
 
 
 def record_run(folder) -> tuple:
