@@ -717,10 +717,10 @@ def alive(pid: int) -> bool:
 
 
 def gone(pid: int) -> bool:
-    """Wait (at most a second) for a killed process to disappear: SIGKILL is asynchronous, and a
-    process that has closed its files (so the tool's output pipe is at its end) may not have
-    finished exiting yet."""
-    deadline = time.monotonic() + 1
+    """Wait (at most WAIT seconds: a loaded machine may take more than one) for a killed process
+    to disappear: SIGKILL is asynchronous, and a process that has closed its files (so the tool's
+    output pipe is at its end) may not have finished exiting yet."""
+    deadline = time.monotonic() + WAIT
     while alive(pid):
         if time.monotonic() > deadline:
             return False

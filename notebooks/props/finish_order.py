@@ -2,7 +2,8 @@
 finish in a chosen order, whatever the threads would do; slow makes a tool wait before it works.
 Real threads finish in whatever order the machine gives them, and a notebook must print the same
 thing every time: these let it. And fresh_folder: a folder for one demonstration, made again
-each time its cell runs."""
+each time its cell runs; report_what_ran: the steering demonstration's scripted model, which
+answers from the history."""
 
 import functools
 import json
@@ -10,6 +11,8 @@ import os
 import threading
 import time
 from pathlib import Path
+
+from agent import one_line, reply
 
 
 class FinishOrder:
@@ -77,3 +80,20 @@ def fresh_folder(folder: Path, files: dict[str, str]) -> Path:
     for file, text in files.items():
         (folder / file).write_text(text, encoding="utf-8")
     return Path(os.path.realpath(folder))
+
+
+def report_what_ran(messages: list[dict]) -> dict:
+    """A scripted model's answer to a steering message, made from the history as a real model's
+    would be: the calls that ran and what they wrote, and the calls that were skipped (their
+    result is an error that starts "skipped")."""
+    calls = {c["id"]: c["function"] for m in messages for c in m.get("tool_calls", [])}
+    results = [(calls[m["tool_call_id"]], json.loads(m["content"])) for m in messages
+               if m["role"] == "tool"]
+    skipped = [f"{f['name']}({one_line(f['arguments'], 40)})" for f, result in results
+               if str(result.get("error", "")).startswith("skipped")]
+    ran = [json.loads(f["arguments"]) for f, result in results if "error" not in result]
+    wrote = ", ".join(f"{edit['path']} now says {edit['new_str']}" for edit in ran)
+    undo = ", ".join(f"{edit['path']} back to {edit['old_str']}" for edit in ran)
+    return reply(f"Stopped. Before your message arrived I had already edited a file: {wrote}, "
+                 f"and it stays so until it is changed back. I did not run "
+                 f"{' or '.join(skipped)}. Shall I put {undo}?")
