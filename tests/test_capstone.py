@@ -672,6 +672,24 @@ def test_the_project_shell_runs_the_projects_python_within_lesson_05s_bounds(tmp
     assert custom["output"] == "a b 1\n"  # env= of its own keeps lesson 05's bytecode setting
 
 
+def test_the_main_paths_short_project_shell_runs_as_the_whole_one(tmp_path):
+    """The main path's short project_shell (the whole one is in Going further, and the module
+    keeps it): the agent's Python first on PATH, no pytest plugins, lesson 05's bounds and
+    environment; and the lesson's run, after the main path only, is the one the module makes."""
+    from main_path import main_path_only  # tests/main_path.py
+
+    with main_path_only(cap, "14-capstone") as whole:
+        assert cap.project_shell is not whole["project_shell"]  # the main path's, short
+        found = cap.project_shell(tmp_path, timeout=5)(
+            'python -c "import sys, pytest; print(sys.prefix)"; pwd; env')
+        lines = found["output"].split("\n")
+        assert found["exit_code"] == 0 and lines[0] == sys.prefix and lines[1] == "."
+        assert {"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", "PYTHONDONTWRITEBYTECODE=1"} <= set(lines)
+        assert "timed_out" in cap.project_shell(tmp_path, timeout=0.3)("sleep 5")
+        short = capstone_run.record_run(tmp_path / "short")[0]
+    assert short.messages == capstone_run.record_run(tmp_path / "whole")[0].messages
+
+
 def test_the_capstone_tools_are_jailed_and_check_with_their_schemas(tmp_path):
     (tmp_path / "ws").mkdir()
     (tmp_path / "secret.txt").write_text("no")
