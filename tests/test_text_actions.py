@@ -1181,7 +1181,8 @@ def test_the_lessons_cost_table_is_what_the_code_computes_today(workspace):
 
 def test_the_main_paths_short_adapter_runs_a_task_as_the_whole_one_does(workspace):
     """The main path's TextActions lacks only the whole one's refusals (a stream, a cap below
-    1) and its pass-through of a response with no completion: on a task it acts the same."""
+    1), its "length" and its pass-through of a response with no completion: on a task that
+    no output limit cuts it acts the same."""
     steps = [reply(f"Sure.\n```json\n{READ}\n```"), reply("a.txt says alpha."),
              reply(f"{READ}\n{finish('Done.')}"), reply(finish("a.txt says alpha."))]
 
