@@ -1092,45 +1092,47 @@ MAIN_PATH_REPLIES = [  # what the main path's cells and checks give the parser
     READ, f"Sure! Let me read it.\n```json\n{READ}\n```\nOK?", f"{READ}\n{finish('Done.')}",
     '{"type": "finish", "output": "Done.",}', "notes.txt says: buy milk.",
     "{'type': 'finish', 'output': 'Done.'}", f"The format is {finish('...')}. So: {READ}",
-    READ.replace('", "arguments"', '" "arguments"') + " " + finish("Done."),
     "Sure! I'd be happy to help. Let me check the folder.",
     "{'type': 'call_tool', 'name': 'list_files', 'arguments': {'path': '.'}}",
     "```python\nimport os\nprint(os.listdir('.'))\n```", '{"name": "read_file", "arguments": {}}',
     '{"arguments": {"path": "a.txt"}}', '{"type": "run", "name": "read_file"}',
     finish("a.txt says alpha."), READ[:-1], '{"type": "finish", "output": "x", "a": [1, 2,],}',
     '{"type": "finish", "output": "a, } and a, ]",}',
-    "{'type': 'finish', 'output': 'a } b'}", f"{{'note': 'x }}'}} {finish('Done.')}",
-    f"{UNTYPED_EDIT} {finish('Changed it.')}",
+    "{'type': 'finish', 'output': 'a } b'}", f"{UNTYPED_EDIT} {finish('Changed it.')}",
     *BRACES_IN_PROSE,
 ]
 
 
 @pytest.mark.parametrize("text", MAIN_PATH_REPLIES)
-@pytest.mark.parametrize("finish_reason", [None, "length"])
-def test_the_main_paths_short_parser_gives_the_whole_ones_answer_on_its_replies(
-        text, finish_reason):
+def test_the_main_paths_short_parser_gives_the_whole_ones_answer_on_its_replies(text):
     """A section run alone after a restart uses the whole parser, a run from the top the
-    short one: on the main path's replies they must agree, notes and words included."""
+    short one: on the main path's replies they must agree, notes and words included. (The
+    short one takes no finish_reason: a reply cut off is Going further's.)"""
     short = short_parser()
 
     def answer(parse):
         try:
-            return parse(text, finish_reason)
+            return parse(text)
         except (FormatError, short["FormatError"]) as problem:
             return f"refused: {problem}"
     assert answer(short["parse_action"]) == answer(parse_action)
 
 
-def test_the_main_paths_short_object_spans_reads_a_string_in_the_quote_that_began_an_object():
-    """An object may begin {' (then it is refused for its single quotes): a } inside such a
-    string must not end it early, or the rest of the reply would be read as something else."""
+def test_the_main_paths_short_object_spans_counts_no_brace_of_a_json_string():
+    """The short object_spans skips the strings of an object, so a } in one does not end it;
+    an object in single quotes may end early, but is still refused for its quotes."""
     short = short_parser()
-    text = f"{{'note': 'x }}'}} {finish('Done.')}"
-    spans, unclosed = short["object_spans"](text)
-    assert unclosed is None and text[slice(*spans[0])] == "{'note': 'x }'}", spans
+    assert short["object_spans"]('{"a": "it\'s }"} {x}') == ([(0, 15)], None)
     assert "single quotes" in str(pytest.raises(short["FormatError"], short["parse_action"],
                                                 "{'type': 'finish', 'output': 'a } b'}").value)
-    assert short["object_spans"]('{"a": "it\'s }"}') == ([(0, 15)], None)
+
+
+def test_the_main_path_leaves_a_reply_cut_off_to_going_further():
+    """The main path's short parse_action, as_actions and TextAgent.run have no "length";
+    the whole ones (Going further) keep it, and the module holds those."""
+    main = "\n".join(main_path_export_cells("08-text-actions"))
+    assert '"length"' not in main
+    assert pytest.raises(FormatError, parse_action, READ, "length")
 
 
 @pytest.mark.parametrize("text", BRACES_IN_PROSE)
@@ -1179,7 +1181,8 @@ def test_the_lessons_cost_table_is_what_the_code_computes_today(workspace):
 
 def test_the_main_paths_short_adapter_runs_a_task_as_the_whole_one_does(workspace):
     """The main path's TextActions lacks only the whole one's refusals (a stream, a cap below
-    1) and its pass-through of a response with no completion: on a task it acts the same."""
+    1), its "length" and its pass-through of a response with no completion: on a task that
+    no output limit cuts it acts the same."""
     steps = [reply(f"Sure.\n```json\n{READ}\n```"), reply("a.txt says alpha."),
              reply(f"{READ}\n{finish('Done.')}"), reply(finish("a.txt says alpha."))]
 

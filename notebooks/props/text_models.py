@@ -28,7 +28,8 @@ def described(text: str, finish_reason: str | None = None) -> tuple[str, str]:
     import text_actions  # looked up now: the module as its export cells were last run
 
     try:
-        found = text_actions.parse_action(text, finish_reason)
+        # the main path's short parse_action takes only the text (no cut-off replies)
+        found = text_actions.parse_action(text, *([finish_reason] if finish_reason else []))
     except text_actions.FormatError as problem:
         return "refused", f"refused: {problem}"
     if found["type"] == "call_tool":
