@@ -65,7 +65,8 @@ def lab(tmp_path):
         (workspace / name).write_text(f"{name}\n")
     (workspace / "binary.bin").write_bytes(b"\xff\xfe\x00")
     os.mkfifo(workspace / "fifo")
-    tools, registry = nb.sandbox_tools(workspace, timeout=2)
+    # none of the commands run here waits: 30 s is a bound a loaded machine never reaches
+    tools, registry = nb.sandbox_tools(workspace, timeout=30)
     return SimpleNamespace(root=root, workspace=workspace, outside=outside, tools=tools,
                            registry=registry)
 
@@ -696,7 +697,7 @@ def test_read_only_agent_cannot_change_anything(lab):
 
 @pytest.mark.parametrize("risks", [("read",), ("read", "write", "execute")])
 def test_prompt_injection_is_tried_and_refused(lab, risks):
-    tools, registry = nb.sandbox_tools(lab.workspace, risks, timeout=2)
+    tools, registry = nb.sandbox_tools(lab.workspace, risks, timeout=30)
     before = world(lab)
     bot = agent.Agent(agent.ScriptedClient(gullible_script()), "scripted", tools=tools,
                       registry=registry, system_prompt=nb.SANDBOX_PROMPT, on_event=None)
@@ -745,7 +746,7 @@ import sandbox
 Path("outside").mkdir()
 Path("outside/secret.txt").write_text("s3cr3t value")
 Path("workspace").mkdir()
-tools, registry = sandbox.sandbox_tools("workspace", timeout=2)
+tools, registry = sandbox.sandbox_tools("workspace", timeout=30)
 bot = agent.Agent(agent.ScriptedClient([
     agent.tool_call("read_file", path="../outside/secret.txt"),
     agent.tool_call("run_command", command="env | grep -i key"),
