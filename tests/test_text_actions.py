@@ -220,8 +220,8 @@ UNTYPED_EDIT = ('{"name": "edit_file", "arguments": {"path": "a.txt", "old_str":
     f"{finish('Changed it.')} {UNTYPED_EDIT}",
     f"Editing: {UNTYPED_EDIT}\n```json\n{finish('Changed it.')}\n```",
 ])
-def test_a_finish_with_an_object_without_type_is_refused_like_one_with_another_action(text):
-    with pytest.raises(FormatError, match="a finish and another action with it") as refused:
+def test_a_finish_with_an_object_without_type_is_refused_like_one_with_another_object(text):
+    with pytest.raises(FormatError, match="a finish and another object with it") as refused:
         parse_action(text)
     assert "send it alone, or send only the action you want run" in str(refused.value)
 
@@ -947,7 +947,7 @@ def test_a_finish_after_an_action_that_failed_to_decode_is_refused_not_taken(tex
 
 @pytest.mark.parametrize("edit, refusal", [
     (BROKEN_EDIT, "not valid JSON"),  # an action that failed to decode
-    (UNTYPED_EDIT, "a finish and another action with it"),  # an edit with no "type"
+    (UNTYPED_EDIT, "a finish and another object with it"),  # an edit with no "type"
 ])
 def test_an_edit_the_parser_cannot_run_then_a_finish_is_no_false_done(edit, refusal):
     bot, client, _ = text_agent([reply(f'{edit} {finish("Changed alpha to beta.")}'),
@@ -1196,3 +1196,16 @@ def test_the_main_paths_short_adapter_runs_a_task_as_the_whole_one_does(workspac
         short = run()
     assert short == whole
     assert_history_valid(whole[2])
+
+
+def test_a_finish_with_an_object_that_is_no_action_is_refused_in_words_true_for_it():
+    """'I use {"name"} then <finish>': the other object is no action (it does not even decode);
+    the short parser says "another object", the whole one names what broke; neither says
+    "another action", which would be untrue, and neither runs the finish."""
+    text = f'I use {{"name"}} then {finish("x")}'
+    short = short_parser()
+    short_refusal = str(pytest.raises(short["FormatError"], short["parse_action"], text).value)
+    assert "a finish and another object with it" in short_refusal
+    whole_refusal = str(pytest.raises(FormatError, parse_action, text).value)
+    assert "nothing in your reply was run" in whole_refusal
+    assert "another action" not in short_refusal + whole_refusal
