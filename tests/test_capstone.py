@@ -9,6 +9,7 @@ without one, approve a wrong fix). And the exported module runs beside agent.py 
 lessons' modules in a process that knows nothing of the course. Orders are forced with
 barriers and events, never with sleeps."""
 
+import inspect
 import io
 import json
 import os
@@ -672,14 +673,14 @@ def test_the_project_shell_runs_the_projects_python_within_lesson_05s_bounds(tmp
     assert custom["output"] == "a b 1\n"  # env= of its own keeps lesson 05's bytecode setting
 
 
-def test_the_main_paths_short_project_shell_runs_as_the_whole_one(tmp_path):
-    """The main path's short project_shell (the whole one is in Going further, and the module
-    keeps it): the agent's Python first on PATH, no pytest plugins, lesson 05's bounds and
-    environment; and the lesson's run, after the main path only, is the one the module makes."""
+def test_the_main_path_has_the_one_project_shell_and_makes_the_modules_run(tmp_path):
+    """project_shell is defined once, on the main path (an export cell there calls it at import,
+    for RUN_COMMAND_SCHEMA): the agent's Python first on PATH, no pytest plugins, lesson 05's
+    bounds and environment; and the lesson's run, after the main path only, is the module's."""
     from main_path import main_path_only  # tests/main_path.py
 
     with main_path_only(cap, "14-capstone") as whole:
-        assert cap.project_shell is not whole["project_shell"]  # the main path's, short
+        assert inspect.signature(cap.project_shell) == inspect.signature(whole["project_shell"])
         found = cap.project_shell(tmp_path, timeout=5)(
             'python -c "import sys, pytest; print(sys.prefix)"; pwd; env')
         lines = found["output"].split("\n")

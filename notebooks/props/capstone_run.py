@@ -127,6 +127,20 @@ def record_run(folder) -> tuple:
     return bot, world, records, tracer
 
 
+def session_tree(session, width: int = 70) -> str:
+    """Lesson 09's sessions.tree, with lesson 12's compaction entries described: lesson 09's
+    describe predates them and calls them "a type this version does not know"."""
+    lines = []
+    for line in sessions.tree(session, width).splitlines():
+        entry = session.entries.get(line[:4].strip())
+        if entry is not None and entry["type"] == "compaction":
+            said = (f"compaction: the older messages summarised (the prompt had "
+                    f"{entry['tokens_before']:,} tokens): {' '.join(entry['summary'].split())}")
+            line = line.replace(sessions.describe(entry, width), agent.one_line(said, width), 1)
+        lines.append(line)
+    return "\n".join(lines)
+
+
 # --- Four ways to make pytest pass with pages.py still wrong ----------------------------------
 
 PATCH = "import pages\n\npages.page_count = lambda total, per_page: -(-total // per_page)\n"
