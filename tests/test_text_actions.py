@@ -1209,3 +1209,27 @@ def test_a_finish_with_an_object_that_is_no_action_is_refused_in_words_true_for_
     whole_refusal = str(pytest.raises(FormatError, parse_action, text).value)
     assert "nothing in your reply was run" in whole_refusal
     assert "another action" not in short_refusal + whole_refusal
+
+
+RESERVED = action(FORMAT_ERROR)  # {"type": "call_tool", "name": "format_error", "arguments": {}}
+
+
+@pytest.mark.parametrize("version", ["whole", "main path"])
+@pytest.mark.parametrize("replies", [["no", "no", RESERVED], [RESERVED] * 3],
+                         ids=["plain words, then the reserved call", "the reserved call thrice"])
+def test_the_reserved_format_error_call_at_the_cap_is_a_format_errors_stop_not_done(
+        version, replies):
+    """The reply that reaches the cap is a call to format_error: as_actions refuses it (the
+    name is reserved) and ends the loop with no call; run must not then take it as done."""
+    def run():
+        bot = text_actions.TextAgent(ScriptedClient([reply(r) for r in replies]), "m",
+                                     on_event=None)
+        return bot.chat("look"), bot.stop_reason, bot
+    if version == "whole":
+        answer, stop, bot = run()
+    else:
+        with main_path_only(text_actions, "08-text-actions"):
+            answer, stop, bot = run()
+    assert stop == "format_errors", (stop, answer)
+    assert answer.endswith(f"the last: there is no tool named {FORMAT_ERROR}]"), answer
+    assert_history_valid(bot.messages)
