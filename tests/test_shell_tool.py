@@ -12,11 +12,13 @@ import signal
 import subprocess
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import course
 import pytest
 from course import load_notebook
+from main_path import main_path_export_cells  # tests/main_path.py
 from processes import started_group, within  # tests/processes.py
 
 import agent
@@ -192,6 +194,55 @@ def test_a_flood_of_output_is_bounded_while_it_runs(workspace):
     result = run(workspace, "yes", timeout=0.3, max_output=1000)
     assert result["exit_code"] == -signal.SIGKILL and "timed_out" in result
     assert "output truncated" in result["output"] and len(result["output"]) < 1100
+
+
+class CountingYes:
+    """A stream like `yes` running for a while: far more bytes than any limit, handed out as
+    read() and read1() are asked, counting what it handed out."""
+
+    def __init__(self, total: int):
+        self.left, self.handed = total, 0
+
+    def read(self, size: int) -> bytes:
+        return self._give(size)
+
+    def read1(self, size: int) -> bytes:
+        return self._give(min(size, 65536))
+
+    def _give(self, size: int) -> bytes:
+        data = b"y\n" * (min(size, self.left) // 2)
+        self.left -= len(data)
+        self.handed += len(data)
+        return data
+
+
+def test_capture_keeps_memory_bounded_however_much_a_command_prints():
+    """`yes` for a second prints hundreds of megabytes. capture, the one the main path defines
+    and the module keeps, reads it as it comes: the most it holds at once (Python's own count
+    of the bytes allocated, not the process's size) is the limit and a read chunk or two."""
+    assert "def capture" in "".join(main_path_export_cells("05-sandbox"))
+    total, limit, chunk = 200 * 2**20, 8000, 65536
+    stream = CountingYes(total)
+    tracemalloc.start()
+    try:
+        output = nb.capture(stream, limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert stream.handed == total and stream.left == 0, "capture reads to the end"
+    assert peak < limit + 3 * chunk, f"capture held {peak} bytes at once"
+    note = f"\n[... output truncated: {total - limit} of {total} bytes cut ...]\n"
+    assert output.count(note) == 1 and len(output) == limit + len(note), \
+        "the output is exactly limit bytes of the stream, plus the note"
+
+
+def test_capture_is_defined_once_on_the_main_path():
+    """No short/whole pair: the main path's capture is the module's, so what section 3 says
+    of it (read while it runs) holds for the module too."""
+    cells = [cell for cell in json.loads(course.notebook_path("05-sandbox").read_text("utf-8"))
+             ["cells"] if "export" in cell.get("metadata", {}).get("tags", [])]
+    defining = ["".join(cell["source"]).count("def capture(") for cell in cells]
+    assert sum(defining) == 1, defining
 
 
 def test_environment_holds_no_secrets(workspace, monkeypatch):
