@@ -407,6 +407,30 @@ def test_a_hard_link_is_refused_through_an_agent_that_may_only_read_and_write(la
     assert (lab.outside / "secret.txt").read_text() == SECRET + "\n"
 
 
+def test_the_main_path_jail_does_what_section_2_says_and_no_more(tmp_path):
+    """Section 2's short refuse_unless_plain and write_in (tests/main_path.py): a folder or a
+    regular file passes, a FIFO is refused, write_in creates and overwrites. They do not refuse
+    a hard link, and the main path does not say they do: Going further's versions (the ones the
+    module keeps) refuse it, before the file is emptied."""
+    from main_path import main_path_only  # tests/main_path.py
+
+    workspace, outside = build_lab(tmp_path)
+    root = Path(os.path.realpath(workspace))
+    with main_path_only(nb, "05-sandbox"):
+        os.mkfifo(root / "pipe")
+        with pytest.raises(OSError, match="pipe is not a regular file"):
+            nb.read_in(root, "pipe")
+        assert nb.edit_in(root, "new/a.md", "", "one\n")["action"] == "created"
+        assert nb.edit_in(root, "new/a.md", "one", "two")["action"] == "edited"
+        assert nb.edit_in(root, "new/a.md", "", "three\n")["action"] == "overwritten"
+        assert (root / "new" / "a.md").read_text() == "three\n"
+        assert nb.read_in(root, "hard.txt")["content"] == SECRET + "\n"  # not refused here
+        with pytest.raises(nb.EscapeError, match="leak.txt"):
+            nb.read_in(root, "leak.txt")
+    with pytest.raises(nb.EscapeError, match="hard.txt has 2 hard links"):  # the whole jail
+        nb.edit_in(root, "hard.txt", "", "pwned")
+    assert (outside / "secret.txt").read_text() == SECRET + "\n"
+
 def test_a_file_the_tools_create_or_overwrite_is_written_whole(lab):
     """The other side of the checks: new files are created (with O_EXCL: ours), existing ones
     emptied and rewritten, longer or shorter, and each says which it was."""
