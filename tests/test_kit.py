@@ -112,7 +112,7 @@ def test_nothing_in_the_kit_imports_the_course(kit):
     assert done.stdout.strip() == str(modules)
 
 
-COURSE_ONLY = re.compile(r"going further|exercise \d\d\.\d|\blessons? \d\d|this course|"
+COURSE_ONLY = re.compile(r"going further|main path|exercise \d\d\.\d|\blessons? \d\d|this course|"
                          r"the course's|notebooks?/|course\.py|in a notebook", re.IGNORECASE)
 
 
